@@ -1,0 +1,262 @@
+//! The algorithm: levels, the due list and the current tick, over any [`Arena`].
+//!
+//! Both public wheels are thin shells around one [`Hierarchy`]: the keyed [`Wheel`] hands it
+//! slab indices, the [`IntrusiveWheel`] pointers to caller-owned nodes.
+//!
+//! The invariant every method keeps between calls: a linked node with deadline `d` sits in
+//! the due list when `d <= now`, and otherwise in slot `slot_for(d, L)` of level
+//! `L = level_for(now, d)`. The current tick only moves forward to the start of the first
+//! occupied slot (which is then emptied and its nodes placed again, "cascaded") or, when no
+//! slot starts before it, to the tick a caller polls at; neither move changes where any other
+//! node belongs.
+//!
+//! [`Wheel`]: crate::Wheel
+//! [`IntrusiveWheel`]: crate::IntrusiveWheel
+
+use std::fmt;
+
+use crate::level::{level_for, slot_for, slot_start, Level, LEVELS};
+use crate::list::{Arena, List};
+
+pub(crate) struct Hierarchy<H> {
+    /// The current tick.
+    now: u64,
+    /// Linked nodes, in the levels and in `due`.
+    len: usize,
+    /// Bit `L` is set exactly when level `L` holds a node.
+    occupied: u16,
+    levels: [Level<H>; LEVELS],
+    /// Nodes whose deadline is at or before `now`, sorted by deadline, ties in the order they
+    /// were linked.
+    due: List<H>,
+    /// Slot cascades since the wheel was made.
+    cascades: u64,
+}
+
+impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
+    pub(crate) const fn new(now: u64) -> Self {
+        Hierarchy {
+            now,
+            len: 0,
+            occupied: 0,
+            levels: [const { Level::new() }; LEVELS],
+            due: List::new(),
+            cascades: 0,
+        }
+    }
+
+    pub(crate) fn now(&self) -> u64 {
+        self.now
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn cascades(&self) -> u64 {
+        self.cascades
+    }
+
+    /// Links `h`, which must not be linked, to fire at `deadline`.
+    #[inline]
+    pub(crate) fn insert<A: Arena<Handle = H>>(&mut self, arena: &mut A, h: H, deadline: u64) {
+        let header = arena.header_mut(h);
+        debug_assert!(!header.linked, "inserting a node that is already linked");
+        header.deadline = deadline;
+        header.linked = true;
+        self.len += 1;
+        self.place(arena, h, deadline);
+    }
+
+    /// Unlinks `h` if it is linked; returns whether it was.
+    #[inline]
+    pub(crate) fn remove<A: Arena<Handle = H>>(&mut self, arena: &mut A, h: H) -> bool {
+        let header = arena.header(h);
+        if !header.linked {
+            return false;
+        }
+        let deadline = header.deadline;
+        if deadline <= self.now {
+            self.due.unlink(arena, h);
+        } else {
+            let level = level_for(self.now, deadline);
+            if self.levels[level].unlink(arena, slot_for(deadline, level), h) {
+                self.occupied &= !(1 << level);
+            }
+        }
+        arena.header_mut(h).linked = false;
+        self.len -= 1;
+        true
+    }
+
+    /// The tick of the next event: the earliest due deadline, or else the start of the first
+    /// occupied slot (the exact deadline when that slot is in level 0).
+    #[inline]
+    pub(crate) fn next_expiration<A: Arena<Handle = H>>(&self, arena: &A) -> Option<u64> {
+        match self.due.head {
+            Some(h) => Some(arena.header(h).deadline),
+            None => self.next_slot().map(|(start, _, _)| start),
+        }
+    }
+
+    /// Advances toward `now` until a node is due, and unlinks and returns the earliest one.
+    ///
+    /// Work is proportional to the occupied slots crossed, never to the ticks elapsed.
+    #[inline]
+    pub(crate) fn poll<A: Arena<Handle = H>>(&mut self, arena: &mut A, now: u64) -> Option<H> {
+        loop {
+            if let Some(h) = self.due.pop_front(arena) {
+                arena.header_mut(h).linked = false;
+                self.len -= 1;
+                return Some(h);
+            }
+            match self.next_slot() {
+                Some((start, level, slot)) if start <= now => {
+                    self.now = start;
+                    self.cascade(arena, level, slot);
+                }
+                _ => {
+                    self.now = self.now.max(now);
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Unlinks every node, calling `f` with each after it is unlinked.
+    pub(crate) fn drain<A: Arena<Handle = H>>(&mut self, arena: &mut A, mut f: impl FnMut(&mut A, H)) {
+        let due = self.due.take();
+        Self::release(arena, due, &mut f);
+        for level in &mut self.levels {
+            while let Some(slot) = level.first_occupied() {
+                let (list, _) = level.take(slot);
+                Self::release(arena, list, &mut f);
+            }
+        }
+        self.occupied = 0;
+        self.len = 0;
+    }
+
+    /// Marks every node of a list taken out of the wheel unlinked, calling `f` with each.
+    fn release<A: Arena<Handle = H>>(arena: &mut A, list: List<H>, f: &mut impl FnMut(&mut A, H)) {
+        let mut cursor = list.head;
+        while let Some(h) = cursor {
+            let header = arena.header_mut(h);
+            cursor = header.next.take();
+            header.prev = None;
+            header.linked = false;
+            f(arena, h);
+        }
+    }
+
+    /// The first occupied slot: its start, level and index.
+    #[inline]
+    fn next_slot(&self) -> Option<(u64, usize, usize)> {
+        if self.occupied == 0 {
+            return None;
+        }
+        let level = self.occupied.trailing_zeros() as usize;
+        let slot = self.levels[level].first_occupied()?;
+        Some((slot_start(self.now, level, slot), level, slot))
+    }
+
+    /// Puts a linked node into the list its deadline and the current tick call for.
+    #[inline]
+    fn place<A: Arena<Handle = H>>(&mut self, arena: &mut A, h: H, deadline: u64) {
+        if deadline <= self.now {
+            self.place_due(arena, h, deadline);
+        } else {
+            let level = level_for(self.now, deadline);
+            self.levels[level].push(arena, slot_for(deadline, level), h);
+            self.occupied |= 1 << level;
+        }
+    }
+
+    /// Links a due node into `due` after every node whose deadline is not later. Nodes reach
+    /// `due` in deadline order from cascades, so the walk back from the tail stops at once
+    /// except for nodes inserted with a deadline already in the past.
+    fn place_due<A: Arena<Handle = H>>(&mut self, arena: &mut A, h: H, deadline: u64) {
+        let mut after = self.due.tail;
+        while let Some(a) = after {
+            let header = arena.header(a);
+            if header.deadline <= deadline {
+                break;
+            }
+            after = header.prev;
+        }
+        self.due.insert_after(arena, after, h);
+    }
+
+    /// Empties a slot whose start is the current tick and places each of its nodes again, in
+    /// order, so nodes with equal deadlines keep their relative order.
+    fn cascade<A: Arena<Handle = H>>(&mut self, arena: &mut A, level: usize, slot: usize) {
+        self.cascades += 1;
+        let (list, level_empty) = self.levels[level].take(slot);
+        if level_empty {
+            self.occupied &= !(1 << level);
+        }
+        let mut cursor = list.head;
+        while let Some(h) = cursor {
+            let header = arena.header(h);
+            cursor = header.next;
+            let deadline = header.deadline;
+            self.place(arena, h, deadline);
+        }
+    }
+
+    /// Checks every structural invariant, panicking with a description of the first broken.
+    pub(crate) fn check_invariants<A: Arena<Handle = H>>(&self, arena: &A) {
+        let mut count = 0;
+        let mut previous_deadline = 0;
+        self.check_list(arena, &self.due, "due list", |h, deadline| {
+            assert!(deadline <= self.now, "{h:?} in the due list has deadline {deadline} after now {}", self.now);
+            assert!(deadline >= previous_deadline, "due list out of order at {h:?}");
+            previous_deadline = deadline;
+            count += 1;
+        });
+        for (level_index, level) in self.levels.iter().enumerate() {
+            assert_eq!(
+                self.occupied & (1 << level_index) != 0,
+                level.occupied != 0,
+                "level mask disagrees with level {level_index}"
+            );
+            for (slot_index, list) in level.slots.iter().enumerate() {
+                assert_eq!(
+                    level.occupied & (1 << slot_index) != 0,
+                    !list.is_empty(),
+                    "bitmap of level {level_index} disagrees with slot {slot_index}"
+                );
+                self.check_list(arena, list, "slot", |h, deadline| {
+                    assert!(deadline > self.now, "{h:?} in level {level_index} is not in the future");
+                    assert_eq!(level_for(self.now, deadline), level_index, "{h:?} is in the wrong level");
+                    assert_eq!(slot_for(deadline, level_index), slot_index, "{h:?} is in the wrong slot");
+                    count += 1;
+                });
+            }
+        }
+        assert_eq!(count, self.len, "linked nodes do not match the count");
+    }
+
+    fn check_list<A: Arena<Handle = H>>(&self, arena: &A, list: &List<H>, what: &str, mut f: impl FnMut(H, u64)) {
+        let mut prev = None;
+        let mut cursor = list.head;
+        while let Some(h) = cursor {
+            let header = arena.header(h);
+            assert!(header.linked, "{h:?} in a {what} is not marked linked");
+            assert_eq!(header.prev, prev, "{h:?} has a broken back link in a {what}");
+            f(h, header.deadline);
+            prev = Some(h);
+            cursor = header.next;
+        }
+        assert_eq!(list.tail, prev, "a {what} has a wrong tail");
+    }
+}
+
+impl<H> fmt::Debug for Hierarchy<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Hierarchy")
+            .field("now", &self.now)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}

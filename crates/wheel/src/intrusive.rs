@@ -1,0 +1,317 @@
+//! [`IntrusiveWheel`]: the wheel over nodes that live in memory the caller owns.
+//!
+//! This is the only module of the crate with `unsafe` code. A [`Node`] carries the
+//! [`Header`] the wheel links through and a value of the caller's; the wheel stores pointers
+//! to nodes, never the nodes, so linking and unlinking allocate nothing.
+//!
+//! # The contract
+//!
+//! Every `unsafe` method of [`IntrusiveWheel`] asks the same of its caller, and the safe ones
+//! rely on it:
+//!
+//! 1. A node linked into a wheel stays where it is and alive until it is unlinked again, by
+//!    [`remove`](IntrusiveWheel::remove), by [`poll`](IntrusiveWheel::poll) handing it out,
+//!    by [`clear`](IntrusiveWheel::clear) or [`drain`](IntrusiveWheel::drain), or by the
+//!    wheel's drop. Pinning gives the first half; the caller must not drop it early.
+//! 2. A node given to a method of a wheel is either unlinked or linked into that same wheel,
+//!    never into another one.
+//!
+//! Every header is then reached only through the wheel that links it, and through `&mut` of
+//! that wheel for any write, so header accesses are as serialized as the wheel itself (the
+//! runtime keeps its wheel behind a mutex).
+
+use std::cell::UnsafeCell;
+use std::fmt;
+use std::marker::{PhantomData, PhantomPinned};
+use std::pin::Pin;
+use std::ptr::NonNull;
+
+use crate::hierarchy::Hierarchy;
+use crate::list::{Arena, Header};
+
+/// A timer node for an [`IntrusiveWheel`], carrying a value of type `T`.
+///
+/// The node is `!Unpin`: once pinned (inside a future, say) it can be linked into a wheel by
+/// address.
+pub struct Node<T> {
+    header: UnsafeCell<Header<NonNull<Node<T>>>>,
+    value: T,
+    _pinned: PhantomPinned,
+}
+
+// SAFETY: the header is only read or written through the wheel the node is linked into (the
+// contract above), which serializes those accesses; the safe API hands out only `&T`.
+unsafe impl<T: Send> Send for Node<T> {}
+// SAFETY: as for `Send`; shared references to a node expose only `&T`.
+unsafe impl<T: Sync> Sync for Node<T> {}
+
+impl<T> Node<T> {
+    /// An unlinked node holding `value`.
+    pub const fn new(value: T) -> Self {
+        Node {
+            header: UnsafeCell::new(Header::new()),
+            value,
+            _pinned: PhantomPinned,
+        }
+    }
+
+    /// The caller's value.
+    pub fn value(&self) -> &T {
+        &self.value
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Node<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Node").field("value", &self.value).finish_non_exhaustive()
+    }
+}
+
+/// The arena of an intrusive wheel: a handle is the node's address.
+struct Nodes<T>(PhantomData<fn() -> T>);
+
+impl<T> Arena for Nodes<T> {
+    type Handle = NonNull<Node<T>>;
+
+    #[inline]
+    fn header(&self, h: NonNull<Node<T>>) -> &Header<NonNull<Node<T>>> {
+        // SAFETY: a handle reaches the arena only while its node is linked into this wheel or
+        // being linked by an `unsafe` method, so the node is alive and pinned (contract, 1);
+        // headers are only touched through the wheel, and the borrow of the arena ends
+        // before any other header of this node is borrowed.
+        unsafe { &*(*h.as_ptr()).header.get() }
+    }
+
+    #[inline]
+    fn header_mut(&mut self, h: NonNull<Node<T>>) -> &mut Header<NonNull<Node<T>>> {
+        // SAFETY: as in `header`; `&mut self` stands for `&mut` of the wheel, so no other
+        // reference to this header exists.
+        unsafe { &mut *(*h.as_ptr()).header.get() }
+    }
+}
+
+/// A hierarchical timing wheel over caller-owned, pinned [`Node`]s.
+///
+/// The same algorithm as [`Wheel`](crate::Wheel), without storage of its own: insert and
+/// remove allocate nothing and run in O(1). The caller keeps every linked node alive and in
+/// place; see the module's contract.
+///
+/// # Examples
+///
+/// ```
+/// use std::pin::pin;
+/// use escapement_wheel::{IntrusiveWheel, Node};
+///
+/// let mut wheel = IntrusiveWheel::new();
+/// let node = pin!(Node::new("tea is ready"));
+/// // SAFETY: `node` is pinned on this stack frame and unlinked by `poll` before it is dropped.
+/// unsafe { wheel.insert(node.as_ref(), 5) };
+///
+/// let (fired, deadline) = wheel.poll(5).expect("due at tick 5");
+/// // SAFETY: the node is still alive on this stack frame.
+/// assert_eq!(unsafe { fired.as_ref() }.value(), &"tea is ready");
+/// assert_eq!(deadline, 5);
+/// ```
+pub struct IntrusiveWheel<T> {
+    hierarchy: Hierarchy<NonNull<Node<T>>>,
+}
+
+// SAFETY: the wheel touches only the headers of its nodes, never their values; a node linked
+// into it is `Send` when `T` is, and the contract keeps it alive wherever the wheel goes.
+unsafe impl<T: Send> Send for IntrusiveWheel<T> {}
+// SAFETY: `&IntrusiveWheel` only reads headers; writes need `&mut`.
+unsafe impl<T: Sync> Sync for IntrusiveWheel<T> {}
+
+impl<T> IntrusiveWheel<T> {
+    /// An empty wheel whose current tick is 0.
+    pub const fn new() -> Self {
+        IntrusiveWheel {
+            hierarchy: Hierarchy::new(0),
+        }
+    }
+
+    /// The current tick; see [`Wheel::now`](crate::Wheel::now).
+    pub fn now(&self) -> u64 {
+        self.hierarchy.now()
+    }
+
+    /// The number of linked nodes.
+    pub fn len(&self) -> usize {
+        self.hierarchy.len()
+    }
+
+    /// Whether no node is linked.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Links `node` to fire at tick `deadline`. A node already linked into this wheel is
+    /// moved to the new deadline and counts as inserted now.
+    ///
+    /// # Safety
+    ///
+    /// `node` is unlinked or linked into this wheel, and once linked it stays alive (not
+    /// dropped, not reused) until it is unlinked: the module's contract.
+    #[inline]
+    pub unsafe fn insert(&mut self, node: Pin<&Node<T>>, deadline: u64) {
+        let h = NonNull::from(node.get_ref());
+        let mut nodes = Nodes(PhantomData);
+        self.hierarchy.remove(&mut nodes, h);
+        self.hierarchy.insert(&mut nodes, h, deadline);
+    }
+
+    /// Unlinks `node` in O(1). Returns whether it was linked.
+    ///
+    /// # Safety
+    ///
+    /// `node` is unlinked or linked into this wheel.
+    #[inline]
+    pub unsafe fn remove(&mut self, node: Pin<&Node<T>>) -> bool {
+        self.hierarchy
+            .remove(&mut Nodes(PhantomData), NonNull::from(node.get_ref()))
+    }
+
+    /// The deadline `node` is linked at, or `None` if it is not linked.
+    ///
+    /// # Safety
+    ///
+    /// `node` is unlinked or linked into this wheel.
+    #[inline]
+    pub unsafe fn deadline(&self, node: Pin<&Node<T>>) -> Option<u64> {
+        let header = Nodes(PhantomData).header(NonNull::from(node.get_ref()));
+        header.linked.then_some(header.deadline)
+    }
+
+    /// The tick at which the next poll can make progress; see
+    /// [`Wheel::next_expiration`](crate::Wheel::next_expiration).
+    #[inline]
+    pub fn next_expiration(&self) -> Option<u64> {
+        self.hierarchy.next_expiration(&Nodes(PhantomData))
+    }
+
+    /// Advances toward tick `now` and unlinks the earliest node due at or before it,
+    /// returning the node and its deadline; see [`Wheel::poll`](crate::Wheel::poll).
+    ///
+    /// The node is unlinked when it is returned, so its owner may drop it; the pointer is
+    /// valid for as long as the owner keeps the node alive.
+    #[inline]
+    pub fn poll(&mut self, now: u64) -> Option<(NonNull<Node<T>>, u64)> {
+        let mut nodes = Nodes(PhantomData);
+        let h = self.hierarchy.poll(&mut nodes, now)?;
+        Some((h, nodes.header(h).deadline))
+    }
+
+    /// Unlinks every node, handing each to `f` once it is unlinked.
+    pub fn drain(&mut self, mut f: impl FnMut(NonNull<Node<T>>)) {
+        self.hierarchy.drain(&mut Nodes(PhantomData), |_, h| f(h));
+    }
+
+    /// Unlinks every node, keeping the current tick.
+    pub fn clear(&mut self) {
+        self.drain(|_| {});
+    }
+
+    /// Slot cascades so far; see [`Wheel::cascades`](crate::Wheel::cascades).
+    pub fn cascades(&self) -> u64 {
+        self.hierarchy.cascades()
+    }
+
+    /// Checks every structural invariant; see
+    /// [`Wheel::check_invariants`](crate::Wheel::check_invariants).
+    ///
+    /// # Panics
+    ///
+    /// If an invariant does not hold.
+    pub fn check_invariants(&self) {
+        self.hierarchy.check_invariants(&Nodes(PhantomData));
+    }
+}
+
+impl<T> Default for IntrusiveWheel<T> {
+    fn default() -> Self {
+        IntrusiveWheel::new()
+    }
+}
+
+impl<T> Drop for IntrusiveWheel<T> {
+    /// Unlinks every node, so none is left pointing into a wheel that is gone.
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+impl<T> fmt::Debug for IntrusiveWheel<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IntrusiveWheel")
+            .field("now", &self.now())
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::pin::pin;
+
+    #[test]
+    fn nodes_fire_in_order_and_unlink_in_place() {
+        let a = pin!(Node::new('a'));
+        let b = pin!(Node::new('b'));
+        let c = pin!(Node::new('c'));
+        let mut wheel = IntrusiveWheel::new();
+        // SAFETY: the nodes are declared before the wheel, so they outlive it.
+        unsafe {
+            wheel.insert(a.as_ref(), 100);
+            wheel.insert(b.as_ref(), 5);
+            wheel.insert(c.as_ref(), 100);
+            assert_eq!(wheel.deadline(b.as_ref()), Some(5));
+            assert!(wheel.remove(b.as_ref()));
+            assert!(!wheel.remove(b.as_ref()), "already unlinked");
+            assert_eq!(wheel.deadline(b.as_ref()), None);
+        }
+        wheel.check_invariants();
+        assert_eq!(wheel.next_expiration(), Some(64), "the slot holding tick 100 starts at 64");
+        let mut fired = Vec::new();
+        while let Some((node, deadline)) = wheel.poll(1_000) {
+            // SAFETY: the nodes live on this stack frame.
+            fired.push((*unsafe { node.as_ref() }.value(), deadline));
+        }
+        assert_eq!(fired, [('a', 100), ('c', 100)]);
+        assert!(wheel.is_empty());
+    }
+
+    #[test]
+    fn inserting_a_linked_node_moves_it() {
+        let mut wheel = IntrusiveWheel::new();
+        let a = pin!(Node::new(1u8));
+        // SAFETY: `a` outlives every use; `clear` unlinks it.
+        unsafe {
+            wheel.insert(a.as_ref(), 10);
+            wheel.insert(a.as_ref(), 3);
+            assert_eq!(wheel.deadline(a.as_ref()), Some(3));
+        }
+        assert_eq!(wheel.len(), 1);
+        wheel.check_invariants();
+        wheel.clear();
+        // SAFETY: as above.
+        assert_eq!(unsafe { wheel.deadline(a.as_ref()) }, None);
+    }
+
+    #[test]
+    fn drop_unlinks_what_is_left() {
+        let a = Box::pin(Node::new(()));
+        {
+            let mut wheel = IntrusiveWheel::new();
+            // SAFETY: `a` outlives the wheel, whose drop unlinks it.
+            unsafe { wheel.insert(a.as_ref(), u64::MAX) };
+        }
+        let mut other = IntrusiveWheel::new();
+        // SAFETY: `a` was unlinked by the first wheel's drop, so it may join another wheel.
+        unsafe {
+            assert_eq!(other.deadline(a.as_ref()), None);
+            other.insert(a.as_ref(), 1);
+        }
+        assert_eq!(other.poll(1).map(|(_, d)| d), Some(1));
+    }
+}

@@ -1,0 +1,117 @@
+//! A hierarchical timing wheel over abstract `u64` ticks.
+//!
+//! The wheel never reads a clock: callers say what tick it is when they [`poll`]. It is exact
+//! (a timer fires at the first poll at or after its deadline, never before), inserts and
+//! cancels in O(1), accepts every `u64` deadline, and crosses idle time in work proportional to
+//! the occupied slots it passes, not to the ticks.
+//!
+//! # Design
+//!
+//! A tick is read as eleven 6-bit digits. Level `L` has 64 slots, one per value of digit `L`,
+//! and a `u64` bitmap of which slots hold timers. A timer whose deadline is later than the
+//! current tick sits at the level of the highest digit in which the two differ (the leading
+//! zeros of `now ^ deadline`), in the slot named by its deadline's digit there. Timers at or
+//! before the current tick wait in a due list, sorted by deadline.
+//!
+//! | level | slot width (ticks) | level range (ticks) | range at 1 ms ticks |
+//! |------:|-------------------:|--------------------:|--------------------:|
+//! |     0 |                  1 |                2^6  |             64 ms   |
+//! |     1 |                2^6 |               2^12  |            4.1 s    |
+//! |     2 |               2^12 |               2^18  |            4.4 min  |
+//! |     3 |               2^18 |               2^24  |            4.7 h    |
+//! |     4 |               2^24 |               2^30  |           12.4 d    |
+//! |     5 |               2^30 |               2^36  |            2.2 y    |
+//! |     6 |               2^36 |               2^42  |            139 y    |
+//! |     7 |               2^42 |               2^48  |          8,900 y    |
+//! |     8 |               2^48 |               2^54  |           571 ky    |
+//! |     9 |               2^54 |               2^60  |            37 My    |
+//! |    10 |               2^60 |               2^64  |           585 My    |
+//!
+//! The top level uses 16 of its slots (digit 10 has only the top four bits), and reaches
+//! `u64::MAX`: no deadline is beyond the wheel, so there is no overflow list to forget.
+//!
+//! - **Next expiry** comes from the bitmaps alone: the lowest occupied level (a 16-bit mask of
+//!   them), then its lowest occupied slot (trailing zeros). Every occupied slot of a level lies
+//!   after the current tick's digit there, so no rotation is needed and no slot is read early.
+//! - **Advancing** moves the current tick to the start of that slot and cascades it: its timers
+//!   are placed again relative to the new tick, dropping to lower levels or into the due list.
+//!   Each timer cascades at most once per level. When no slot starts at or before the polled
+//!   tick, the current tick jumps straight to it, which leaves every timer where it belongs:
+//!   a jump of 2^40 ticks over an empty wheel is one comparison.
+//! - **Order**: timers with the same deadline always share one list, which is appended to and
+//!   cascaded in order, so ties fire in insertion order.
+//! - **Cancel** is an O(1) unlink: a timer's list follows from its deadline and the current
+//!   tick, so nodes do not even store their position.
+//!
+//! # Two APIs, one algorithm
+//!
+//! [`Wheel`] owns its timers in a slab and names them by generation-checked [`TimerKey`]s:
+//! safe, and a stale key never touches another timer. [`IntrusiveWheel`] links [`Node`]s that
+//! live in the caller's memory (pinned inside a future, say) and allocates nothing; it is the
+//! one `unsafe` part of the crate. Both drive the same [`Hierarchy`](hierarchy) code, which is
+//! generic over where nodes live.
+//!
+//! [`poll`]: Wheel::poll
+
+mod hierarchy;
+mod intrusive;
+mod key;
+mod level;
+mod list;
+mod slab;
+mod wheel;
+
+pub use intrusive::{IntrusiveWheel, Node};
+pub use key::TimerKey;
+pub use wheel::Wheel;
+
+#[cfg(test)]
+mod tests {
+    use crate::level::{level_range, slot_width, LEVELS};
+
+    /// Reads a power of two as written in the design note's table (`1`, `2^6`).
+    fn power(cell: &str) -> u128 {
+        match cell.split_once("2^") {
+            Some((_, exp)) => 1u128 << exp.parse::<u32>().expect("an exponent"),
+            None => cell.parse().expect("a number"),
+        }
+    }
+
+    #[test]
+    fn design_note_table_matches_the_code() {
+        let source = include_str!("lib.rs");
+        let rows: Vec<Vec<&str>> = source
+            .lines()
+            .filter_map(|line| line.strip_prefix("//! |"))
+            .map(|row| row.split('|').map(str::trim).collect())
+            .filter(|cells: &Vec<&str>| cells[0].parse::<usize>().is_ok())
+            .collect();
+        assert_eq!(rows.len(), LEVELS, "one row per level");
+        for (level, cells) in rows.iter().enumerate() {
+            assert_eq!(cells[0].parse::<usize>().unwrap(), level);
+            assert_eq!(power(cells[1]), slot_width(level), "slot width of level {level}");
+            assert_eq!(power(cells[2]), level_range(level), "range of level {level}");
+            // The human column: the range in 1 ms ticks, to the precision written.
+            let seconds = level_range(level) as f64 / 1e3;
+            let (value, unit) = cells[3].rsplit_once(' ').expect("a value and a unit");
+            let value: f64 = value.replace(',', "").parse().expect("a number");
+            let unit_seconds = match unit {
+                "ms" => 1e-3,
+                "s" => 1.0,
+                "min" => 60.0,
+                "h" => 3600.0,
+                "d" => 86_400.0,
+                "y" => 365.25 * 86_400.0,
+                "ky" => 365.25e3 * 86_400.0,
+                "My" => 365.25e6 * 86_400.0,
+                other => panic!("unknown unit {other}"),
+            };
+            let written = value * unit_seconds;
+            assert!(
+                (written - seconds).abs() / seconds < 0.05,
+                "level {level}: the note says {} but the range is {seconds} s",
+                cells[3]
+            );
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! Doubly linked lists threaded through node headers.
+//!
+//! Every list in the wheel (the 64 slots of each level and the due list) is a [`List`] of
+//! handles. A handle names a node; where the node's [`Header`] lives is the business of an
+//! [`Arena`]: the keyed wheel's slab answers with an index into a `Vec`, the intrusive wheel
+//! with a pointer into memory its caller owns. The list code is the same for both, and safe:
+//! the intrusive arena is where the one `unsafe` dereference happens.
+
+use std::fmt;
+
+/// Where the headers of a wheel's nodes live.
+pub(crate) trait Arena {
+    /// Names one node. Copying a handle copies the name, not the node.
+    type Handle: Copy + Eq + fmt::Debug;
+
+    /// The header of the node `h` names.
+    fn header(&self, h: Self::Handle) -> &Header<Self::Handle>;
+
+    /// The header of the node `h` names, for writing.
+    fn header_mut(&mut self, h: Self::Handle) -> &mut Header<Self::Handle>;
+}
+
+/// The part of a node the wheel owns: its links, its deadline and whether it is linked.
+#[derive(Debug, Clone)]
+pub(crate) struct Header<H> {
+    /// The previous node in the node's list.
+    pub(crate) prev: Option<H>,
+    /// The next node in the node's list.
+    pub(crate) next: Option<H>,
+    /// The tick the node is due at. Together with the wheel's current tick it says which list
+    /// the node is in, so the node does not store its position.
+    pub(crate) deadline: u64,
+    /// Whether the node is in one of the wheel's lists.
+    pub(crate) linked: bool,
+}
+
+impl<H> Header<H> {
+    /// A header that is in no list.
+    pub(crate) const fn new() -> Self {
+        Header {
+            prev: None,
+            next: None,
+            deadline: 0,
+            linked: false,
+        }
+    }
+}
+
+/// A doubly linked list of nodes, named by its two ends.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct List<H> {
+    pub(crate) head: Option<H>,
+    pub(crate) tail: Option<H>,
+}
+
+impl<H: Copy + Eq + fmt::Debug> List<H> {
+    /// An empty list.
+    pub(crate) const fn new() -> Self {
+        List {
+            head: None,
+            tail: None,
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head.is_none()
+    }
+
+    /// Links `h` at the back of the list.
+    pub(crate) fn push_back<A: Arena<Handle = H>>(&mut self, arena: &mut A, h: H) {
+        let tail = self.tail;
+        self.insert_after(arena, tail, h);
+    }
+
+    /// Links `h` right after `after`, or at the front when `after` is `None`.
+    pub(crate) fn insert_after<A: Arena<Handle = H>>(
+        &mut self,
+        arena: &mut A,
+        after: Option<H>,
+        h: H,
+    ) {
+        let next = match after {
+            Some(a) => arena.header(a).next,
+            None => self.head,
+        };
+        let header = arena.header_mut(h);
+        header.prev = after;
+        header.next = next;
+        match after {
+            Some(a) => arena.header_mut(a).next = Some(h),
+            None => self.head = Some(h),
+        }
+        match next {
+            Some(n) => arena.header_mut(n).prev = Some(h),
+            None => self.tail = Some(h),
+        }
+    }
+
+    /// Unlinks `h`, which must be in this list, in O(1).
+    pub(crate) fn unlink<A: Arena<Handle = H>>(&mut self, arena: &mut A, h: H) {
+        let header = arena.header_mut(h);
+        let (prev, next) = (header.prev.take(), header.next.take());
+        match prev {
+            Some(p) => arena.header_mut(p).next = next,
+            None => {
+                debug_assert_eq!(self.head, Some(h), "unlinking a node from a list it is not in");
+                self.head = next;
+            }
+        }
+        match next {
+            Some(n) => arena.header_mut(n).prev = prev,
+            None => {
+                debug_assert_eq!(self.tail, Some(h), "unlinking a node from a list it is not in");
+                self.tail = prev;
+            }
+        }
+    }
+
+    /// Unlinks and returns the front node.
+    pub(crate) fn pop_front<A: Arena<Handle = H>>(&mut self, arena: &mut A) -> Option<H> {
+        let head = self.head?;
+        self.unlink(arena, head);
+        Some(head)
+    }
+
+    /// Empties the list and returns what it held; the nodes keep their links to each other.
+    pub(crate) fn take(&mut self) -> List<H> {
+        std::mem::replace(self, List::new())
+    }
+}

@@ -1,0 +1,180 @@
+//! [`Wheel`], the safe keyed wheel: timers carry a value, are named by a [`TimerKey`], and
+//! live in the wheel's own slab.
+
+use std::fmt;
+
+use crate::hierarchy::Hierarchy;
+use crate::key::TimerKey;
+use crate::list::Arena;
+use crate::slab::{Index, Slab};
+
+/// A hierarchical timing wheel that owns its timers, each carrying a value of type `T`.
+///
+/// Ticks are plain `u64`s; the wheel never reads a clock. Time moves forward only through
+/// [`poll`](Wheel::poll), which hands out one due timer per call, earliest deadline first.
+///
+/// # Examples
+///
+/// ```
+/// use escapement_wheel::Wheel;
+///
+/// let mut wheel = Wheel::new();
+/// let late = wheel.insert(300, "late");
+/// wheel.insert(20, "early");
+/// assert_eq!(wheel.next_expiration(), Some(20));
+///
+/// assert_eq!(wheel.poll(10), None, "nothing is due at tick 10");
+/// assert_eq!(wheel.poll(1_000).map(|(_, at, v)| (at, v)), Some((20, "early")));
+/// assert_eq!(wheel.remove(late), Some("late"));
+/// assert!(wheel.is_empty());
+/// ```
+pub struct Wheel<T> {
+    hierarchy: Hierarchy<Index>,
+    slab: Slab<T>,
+}
+
+impl<T> Wheel<T> {
+    /// An empty wheel whose current tick is 0.
+    pub const fn new() -> Self {
+        Wheel {
+            hierarchy: Hierarchy::new(0),
+            slab: Slab::new(),
+        }
+    }
+
+    /// An empty wheel with room for `capacity` timers before it allocates.
+    pub fn with_capacity(capacity: usize) -> Self {
+        Wheel {
+            hierarchy: Hierarchy::new(0),
+            slab: Slab::with_capacity(capacity),
+        }
+    }
+
+    /// The current tick: never more than the latest tick given to [`poll`](Wheel::poll), and
+    /// equal to it once nothing is due at or before that tick.
+    pub fn now(&self) -> u64 {
+        self.hierarchy.now()
+    }
+
+    /// The number of pending timers.
+    pub fn len(&self) -> usize {
+        self.hierarchy.len()
+    }
+
+    /// Whether no timer is pending.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds a timer due at tick `deadline` and returns its key.
+    ///
+    /// Any deadline is accepted. One at or before [`now`](Wheel::now) is due at the next poll.
+    ///
+    /// # Panics
+    ///
+    /// If the wheel already holds `u32::MAX - 1` timers.
+    #[inline]
+    pub fn insert(&mut self, deadline: u64, value: T) -> TimerKey {
+        let (index, key) = self.slab.alloc(value);
+        self.hierarchy.insert(&mut self.slab, index, deadline);
+        key
+    }
+
+    /// Removes a pending timer and returns its value, or `None` if `key` is stale.
+    #[inline]
+    pub fn remove(&mut self, key: TimerKey) -> Option<T> {
+        let index = self.slab.lookup(key)?;
+        self.hierarchy.remove(&mut self.slab, index);
+        Some(self.slab.free(index))
+    }
+
+    /// Moves a pending timer to `deadline`, keeping its key. Returns `false`, and changes
+    /// nothing, if `key` is stale.
+    ///
+    /// Among timers with equal deadlines, a rescheduled timer counts as inserted now.
+    #[inline]
+    pub fn reschedule(&mut self, key: TimerKey, deadline: u64) -> bool {
+        let Some(index) = self.slab.lookup(key) else {
+            return false;
+        };
+        self.hierarchy.remove(&mut self.slab, index);
+        self.hierarchy.insert(&mut self.slab, index, deadline);
+        true
+    }
+
+    /// The deadline of a pending timer, or `None` if `key` is stale.
+    pub fn deadline(&self, key: TimerKey) -> Option<u64> {
+        let index = self.slab.lookup(key)?;
+        Some(self.slab.header(index).deadline)
+    }
+
+    /// Whether `key` names a pending timer.
+    pub fn contains(&self, key: TimerKey) -> bool {
+        self.slab.lookup(key).is_some()
+    }
+
+    /// The tick at which the next poll can make progress, or `None` when the wheel is empty.
+    ///
+    /// It is never later than the earliest deadline, and equal to it when that timer is due
+    /// within the current 64-tick block. Otherwise it is the start of the slot holding the
+    /// earliest timer: polling at it moves that slot's timers closer (a cascade) without
+    /// firing any, and a caller loops until [`poll`](Wheel::poll) returns a timer.
+    pub fn next_expiration(&self) -> Option<u64> {
+        self.hierarchy.next_expiration(&self.slab)
+    }
+
+    /// Advances the wheel toward tick `now` and removes the earliest timer due at or before
+    /// it, returning its key, deadline and value.
+    ///
+    /// Timers come out in nondecreasing deadline order, ties in insertion order. Each call
+    /// fires at most one timer; call again until it returns `None` to drain everything due.
+    /// Advancing costs work proportional to the occupied slots crossed, not to the ticks
+    /// elapsed, so a jump over a long idle stretch is immediate. A `now` earlier than the
+    /// current tick does not move time back.
+    #[inline]
+    pub fn poll(&mut self, now: u64) -> Option<(TimerKey, u64, T)> {
+        let index = self.hierarchy.poll(&mut self.slab, now)?;
+        let key = self.slab.key(index);
+        let deadline = self.slab.header(index).deadline;
+        Some((key, deadline, self.slab.free(index)))
+    }
+
+    /// Removes every pending timer, keeping the current tick. Their keys become stale.
+    pub fn clear(&mut self) {
+        self.hierarchy.drain(&mut self.slab, |slab, index| {
+            slab.free(index);
+        });
+    }
+
+    /// Wheel cascades so far: how many times a slot of a higher level was emptied into lower
+    /// levels as time reached it.
+    pub fn cascades(&self) -> u64 {
+        self.hierarchy.cascades()
+    }
+
+    /// Checks every structural invariant of the wheel. A testing aid: it walks every timer.
+    ///
+    /// # Panics
+    ///
+    /// If an invariant does not hold (a bug in this crate): a bitmap disagrees with its slot,
+    /// a timer sits in a level or slot other than the one its deadline and the current tick
+    /// call for, a due timer is out of order, a link is broken, or the count is off.
+    pub fn check_invariants(&self) {
+        self.hierarchy.check_invariants(&self.slab);
+    }
+}
+
+impl<T> Default for Wheel<T> {
+    fn default() -> Self {
+        Wheel::new()
+    }
+}
+
+impl<T> fmt::Debug for Wheel<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Wheel")
+            .field("now", &self.now())
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
