@@ -32,10 +32,18 @@ fn fires_exactly_at(start: u64, deadline: u64) {
 
 #[test]
 fn just_below_and_at_each_level_range() {
+    // Under Miri (which only has the safe keyed wheel to check here) a few starts suffice.
+    let starts = |width: u64| -> Vec<u64> {
+        if cfg!(miri) {
+            vec![0, width]
+        } else {
+            vec![0, 1, 63, 64, 1000, width - 1, width]
+        }
+    };
     for level in 0..=10u32 {
         let width = 1u64 << (6 * level);
         let range = 1u64.checked_shl(6 * (level + 1)).unwrap_or(u64::MAX);
-        for start in [0, 1, 63, 64, 1000, width - 1, width] {
+        for start in starts(width) {
             for deadline in [width - 1, width, width + 1, range - 1, range, range.saturating_add(1)] {
                 if deadline > start {
                     fires_exactly_at(start, deadline);

@@ -445,7 +445,7 @@ fn random_op(rng: &mut SmallRng, live: usize, target_live: usize) -> Op {
 /// Total random steps: millions normally, a small configuration under Miri.
 fn total_steps() -> u64 {
     if cfg!(miri) {
-        return 400;
+        return 240;
     }
     std::env::var("WHEEL_MODEL_STEPS")
         .ok()
@@ -507,7 +507,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 
 fn max_ops() -> usize {
     if cfg!(miri) {
-        40
+        30
     } else {
         200
     }
