@@ -124,7 +124,11 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
     }
 
     /// Unlinks every node, calling `f` with each after it is unlinked.
-    pub(crate) fn drain<A: Arena<Handle = H>>(&mut self, arena: &mut A, mut f: impl FnMut(&mut A, H)) {
+    pub(crate) fn drain<A: Arena<Handle = H>>(
+        &mut self,
+        arena: &mut A,
+        mut f: impl FnMut(&mut A, H),
+    ) {
         let due = self.due.take();
         Self::release(arena, due, &mut f);
         for level in &mut self.levels {
@@ -209,8 +213,15 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
         let mut count = 0;
         let mut previous_deadline = 0;
         self.check_list(arena, &self.due, "due list", |h, deadline| {
-            assert!(deadline <= self.now, "{h:?} in the due list has deadline {deadline} after now {}", self.now);
-            assert!(deadline >= previous_deadline, "due list out of order at {h:?}");
+            assert!(
+                deadline <= self.now,
+                "{h:?} in the due list has deadline {deadline} after now {}",
+                self.now
+            );
+            assert!(
+                deadline >= previous_deadline,
+                "due list out of order at {h:?}"
+            );
             previous_deadline = deadline;
             count += 1;
         });
@@ -227,9 +238,20 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
                     "bitmap of level {level_index} disagrees with slot {slot_index}"
                 );
                 self.check_list(arena, list, "slot", |h, deadline| {
-                    assert!(deadline > self.now, "{h:?} in level {level_index} is not in the future");
-                    assert_eq!(level_for(self.now, deadline), level_index, "{h:?} is in the wrong level");
-                    assert_eq!(slot_for(deadline, level_index), slot_index, "{h:?} is in the wrong slot");
+                    assert!(
+                        deadline > self.now,
+                        "{h:?} in level {level_index} is not in the future"
+                    );
+                    assert_eq!(
+                        level_for(self.now, deadline),
+                        level_index,
+                        "{h:?} is in the wrong level"
+                    );
+                    assert_eq!(
+                        slot_for(deadline, level_index),
+                        slot_index,
+                        "{h:?} is in the wrong slot"
+                    );
                     count += 1;
                 });
             }
@@ -237,13 +259,22 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
         assert_eq!(count, self.len, "linked nodes do not match the count");
     }
 
-    fn check_list<A: Arena<Handle = H>>(&self, arena: &A, list: &List<H>, what: &str, mut f: impl FnMut(H, u64)) {
+    fn check_list<A: Arena<Handle = H>>(
+        &self,
+        arena: &A,
+        list: &List<H>,
+        what: &str,
+        mut f: impl FnMut(H, u64),
+    ) {
         let mut prev = None;
         let mut cursor = list.head;
         while let Some(h) = cursor {
             let header = arena.header(h);
             assert!(header.linked, "{h:?} in a {what} is not marked linked");
-            assert_eq!(header.prev, prev, "{h:?} has a broken back link in a {what}");
+            assert_eq!(
+                header.prev, prev,
+                "{h:?} has a broken back link in a {what}"
+            );
             f(h, header.deadline);
             prev = Some(h);
             cursor = header.next;

@@ -63,7 +63,9 @@ impl<T> Node<T> {
 
 impl<T: fmt::Debug> fmt::Debug for Node<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Node").field("value", &self.value).finish_non_exhaustive()
+        f.debug_struct("Node")
+            .field("value", &self.value)
+            .finish_non_exhaustive()
     }
 }
 
@@ -271,7 +273,11 @@ mod tests {
             assert_eq!(wheel.deadline(b.as_ref()), None);
         }
         wheel.check_invariants();
-        assert_eq!(wheel.next_expiration(), Some(64), "the slot holding tick 100 starts at 64");
+        assert_eq!(
+            wheel.next_expiration(),
+            Some(64),
+            "the slot holding tick 100 starts at 64"
+        );
         let mut fired = Vec::new();
         while let Some((node, deadline)) = wheel.poll(1_000) {
             // SAFETY: the nodes live on this stack frame.

@@ -83,7 +83,12 @@ impl<H: Copy + Eq + std::fmt::Debug> Level<H> {
 
     /// Unlinks `h` from `slot`; returns whether the level is now empty.
     #[inline]
-    pub(crate) fn unlink<A: Arena<Handle = H>>(&mut self, arena: &mut A, slot: usize, h: H) -> bool {
+    pub(crate) fn unlink<A: Arena<Handle = H>>(
+        &mut self,
+        arena: &mut A,
+        slot: usize,
+        h: H,
+    ) -> bool {
         let list = &mut self.slots[slot];
         list.unlink(arena, h);
         if list.is_empty() {
@@ -116,7 +121,11 @@ mod tests {
         assert_eq!(LEVELS, 11);
         assert_eq!(SLOTS, 64);
         assert_eq!(level_for(0, u64::MAX), LEVELS - 1);
-        assert_eq!(slot_for(u64::MAX, LEVELS - 1), 15, "the top level uses 16 of its slots");
+        assert_eq!(
+            slot_for(u64::MAX, LEVELS - 1),
+            15,
+            "the top level uses 16 of its slots"
+        );
     }
 
     #[test]
@@ -159,7 +168,18 @@ mod tests {
 
     #[test]
     fn a_deadline_lies_in_the_slot_it_is_placed_in() {
-        let samples = [0u64, 1, 63, 64, 65, 4095, 4096, 1 << 40, (1 << 60) - 1, u64::MAX - 1];
+        let samples = [
+            0u64,
+            1,
+            63,
+            64,
+            65,
+            4095,
+            4096,
+            1 << 40,
+            (1 << 60) - 1,
+            u64::MAX - 1,
+        ];
         for &now in &samples {
             for &d in &samples {
                 if d <= now {

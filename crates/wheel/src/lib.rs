@@ -89,8 +89,16 @@ mod tests {
         assert_eq!(rows.len(), LEVELS, "one row per level");
         for (level, cells) in rows.iter().enumerate() {
             assert_eq!(cells[0].parse::<usize>().unwrap(), level);
-            assert_eq!(power(cells[1]), slot_width(level), "slot width of level {level}");
-            assert_eq!(power(cells[2]), level_range(level), "range of level {level}");
+            assert_eq!(
+                power(cells[1]),
+                slot_width(level),
+                "slot width of level {level}"
+            );
+            assert_eq!(
+                power(cells[2]),
+                level_range(level),
+                "range of level {level}"
+            );
             // The human column: the range in 1 ms ticks, to the precision written.
             let seconds = level_range(level) as f64 / 1e3;
             let (value, unit) = cells[3].rsplit_once(' ').expect("a value and a unit");

@@ -103,14 +103,22 @@ impl<H: Copy + Eq + fmt::Debug> List<H> {
         match prev {
             Some(p) => arena.header_mut(p).next = next,
             None => {
-                debug_assert_eq!(self.head, Some(h), "unlinking a node from a list it is not in");
+                debug_assert_eq!(
+                    self.head,
+                    Some(h),
+                    "unlinking a node from a list it is not in"
+                );
                 self.head = next;
             }
         }
         match next {
             Some(n) => arena.header_mut(n).prev = prev,
             None => {
-                debug_assert_eq!(self.tail, Some(h), "unlinking a node from a list it is not in");
+                debug_assert_eq!(
+                    self.tail,
+                    Some(h),
+                    "unlinking a node from a list it is not in"
+                );
                 self.tail = prev;
             }
         }

@@ -23,10 +23,18 @@ fn fires_exactly_at(start: u64, deadline: u64) {
     wheel.insert(deadline, 7);
     wheel.check_invariants();
     if deadline > start {
-        assert_eq!(drain(&mut wheel, deadline - 1), [], "{deadline} fired early (start {start})");
+        assert_eq!(
+            drain(&mut wheel, deadline - 1),
+            [],
+            "{deadline} fired early (start {start})"
+        );
         assert!(wheel.next_expiration().unwrap() <= deadline);
     }
-    assert_eq!(drain(&mut wheel, deadline), [(deadline, 7)], "{deadline} did not fire (start {start})");
+    assert_eq!(
+        drain(&mut wheel, deadline),
+        [(deadline, 7)],
+        "{deadline} did not fire (start {start})"
+    );
     assert!(wheel.is_empty());
 }
 
@@ -44,7 +52,14 @@ fn just_below_and_at_each_level_range() {
         let width = 1u64 << (6 * level);
         let range = 1u64.checked_shl(6 * (level + 1)).unwrap_or(u64::MAX);
         for start in starts(width) {
-            for deadline in [width - 1, width, width + 1, range - 1, range, range.saturating_add(1)] {
+            for deadline in [
+                width - 1,
+                width,
+                width + 1,
+                range - 1,
+                range,
+                range.saturating_add(1),
+            ] {
                 if deadline > start {
                     fires_exactly_at(start, deadline);
                 }
@@ -97,13 +112,15 @@ fn equal_deadlines_fire_in_insertion_order_across_cascades() {
     // as time approaches, at levels 2, 1 and 0. They must still fire in insertion order.
     let deadline = 3 * 4096 * 64 + 5 * 4096 + 7 * 64 + 9;
     wheel.insert(deadline, 0);
-    let mut value = 1;
-    for now in [3 * 4096 * 64, 3 * 4096 * 64 + 5 * 4096, deadline - 9] {
+    let approaches = [3 * 4096 * 64, 3 * 4096 * 64 + 5 * 4096, deadline - 9];
+    for (value, now) in (1..).zip(approaches) {
         assert_eq!(drain(&mut wheel, now), []);
         wheel.insert(deadline, value);
-        value += 1;
     }
-    let fired: Vec<u64> = drain(&mut wheel, deadline).into_iter().map(|(_, v)| v).collect();
+    let fired: Vec<u64> = drain(&mut wheel, deadline)
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect();
     assert_eq!(fired, [0, 1, 2, 3]);
 }
 
@@ -115,7 +132,11 @@ fn jumps_over_many_rotations_fire_everything_in_order() {
         wheel.insert(deadline, value as u64);
     }
     let fired = drain(&mut wheel, u64::MAX);
-    let expected: Vec<(u64, u64)> = deadlines.iter().enumerate().map(|(v, &d)| (d, v as u64)).collect();
+    let expected: Vec<(u64, u64)> = deadlines
+        .iter()
+        .enumerate()
+        .map(|(v, &d)| (d, v as u64))
+        .collect();
     assert_eq!(fired, expected);
 }
 
@@ -131,7 +152,10 @@ fn a_huge_jump_over_a_sparse_wheel_costs_only_its_occupied_slots() {
     assert_eq!(wheel.now(), far / 2 - 1);
     // Firing both crosses a handful of slots, one cascade per level at most per timer, not
     // one step per tick.
-    assert_eq!(drain(&mut wheel, far * 4), [(far / 2, 2), (far + 12_345, 1)]);
+    assert_eq!(
+        drain(&mut wheel, far * 4),
+        [(far / 2, 2), (far + 12_345, 1)]
+    );
     assert!(wheel.cascades() <= 2 * 11, "{} cascades", wheel.cascades());
     // An empty wheel jumps anywhere in one step.
     assert_eq!(drain(&mut wheel, u64::MAX - 1), []);
@@ -141,7 +165,10 @@ fn a_huge_jump_over_a_sparse_wheel_costs_only_its_occupied_slots() {
 #[test]
 fn polling_at_next_expiration_always_makes_progress() {
     let mut wheel = Wheel::new();
-    for (i, deadline) in [70u64, 4_200, 300_000, 1 << 33, u64::MAX].into_iter().enumerate() {
+    for (i, deadline) in [70u64, 4_200, 300_000, 1 << 33, u64::MAX]
+        .into_iter()
+        .enumerate()
+    {
         wheel.insert(deadline, i as u64);
     }
     let mut fired = 0;
@@ -150,7 +177,11 @@ fn polling_at_next_expiration_always_makes_progress() {
         if wheel.poll(next).is_some() {
             fired += 1;
         }
-        assert_ne!((wheel.len(), wheel.cascades()), before, "no progress at {next}");
+        assert_ne!(
+            (wheel.len(), wheel.cascades()),
+            before,
+            "no progress at {next}"
+        );
         wheel.check_invariants();
     }
     assert_eq!(fired, 5);
@@ -168,7 +199,11 @@ fn stale_keys_stay_stale_after_their_slot_is_reused() {
     assert_eq!(wheel.deadline(first), None);
     assert!(!wheel.reschedule(first, 5));
     assert_eq!(wheel.remove(first), None);
-    assert_eq!(wheel.deadline(second), Some(20), "the stale key left the new timer alone");
+    assert_eq!(
+        wheel.deadline(second),
+        Some(20),
+        "the stale key left the new timer alone"
+    );
     // A fired timer's key is stale too.
     let (fired, _, _) = wheel.poll(20).unwrap();
     assert_eq!(fired, second);

@@ -78,13 +78,16 @@ impl ModelWheel for Wheel<u64> {
     }
 }
 
+/// A heap node of the intrusive model: (id, value).
+type BoxedNode = Pin<Box<Node<(u64, u64)>>>;
+
 /// An intrusive wheel over heap nodes, named by ids that are never reused. Each node holds
 /// (id, value) and is freed as soon as the wheel unlinks it.
 #[derive(Default)]
 struct Intrusive {
     // Declared first, so it is dropped (unlinking any node still in it) before the nodes.
     wheel: IntrusiveWheel<(u64, u64)>,
-    nodes: HashMap<u64, Pin<Box<Node<(u64, u64)>>>>,
+    nodes: HashMap<u64, BoxedNode>,
     next_id: u64,
 }
 
@@ -93,7 +96,10 @@ impl ModelWheel for Intrusive {
     fn insert(&mut self, deadline: u64, value: u64) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        let node = self.nodes.entry(id).or_insert(Box::pin(Node::new((id, value))));
+        let node = self
+            .nodes
+            .entry(id)
+            .or_insert(Box::pin(Node::new((id, value))));
         // SAFETY: the node stays in `nodes` until the wheel has unlinked it, and is linked
         // into no other wheel.
         unsafe { self.wheel.insert(node.as_ref(), deadline) };
@@ -102,18 +108,23 @@ impl ModelWheel for Intrusive {
     fn remove(&mut self, id: u64) -> Option<u64> {
         let node = self.nodes.remove(&id)?;
         // SAFETY: the node belongs to this wheel; it is freed only after it is unlinked.
-        assert!(unsafe { self.wheel.remove(node.as_ref()) }, "a held node is linked");
+        let was_linked = unsafe { self.wheel.remove(node.as_ref()) };
+        assert!(was_linked, "a held node is linked");
         Some(node.value().1)
     }
     fn reschedule(&mut self, id: u64, deadline: u64) -> bool {
-        let Some(node) = self.nodes.get(&id) else { return false };
+        let Some(node) = self.nodes.get(&id) else {
+            return false;
+        };
         // SAFETY: as in `insert`.
         unsafe { self.wheel.insert(node.as_ref(), deadline) };
         true
     }
     fn deadline(&self, id: u64) -> Option<u64> {
         // SAFETY: the node belongs to this wheel.
-        self.nodes.get(&id).and_then(|node| unsafe { self.wheel.deadline(node.as_ref()) })
+        self.nodes
+            .get(&id)
+            .and_then(|node| unsafe { self.wheel.deadline(node.as_ref()) })
     }
     fn contains(&self, id: u64) -> bool {
         self.deadline(id).is_some()
@@ -122,7 +133,10 @@ impl ModelWheel for Intrusive {
         let (node, deadline) = self.wheel.poll(now)?;
         // SAFETY: every linked node is alive in `nodes`; it is unlinked now.
         let (id, value) = *unsafe { node.as_ref() }.value();
-        assert!(self.nodes.remove(&id).is_some(), "the wheel fired a node it did not hold");
+        assert!(
+            self.nodes.remove(&id).is_some(),
+            "the wheel fired a node it did not hold"
+        );
         Some((id, deadline, value))
     }
     fn now(&self) -> u64 {
@@ -143,7 +157,11 @@ impl ModelWheel for Intrusive {
     }
     fn check_invariants(&self) {
         self.wheel.check_invariants();
-        assert_eq!(self.nodes.len(), self.wheel.len(), "held nodes are the linked nodes");
+        assert_eq!(
+            self.nodes.len(),
+            self.wheel.len(),
+            "held nodes are the linked nodes"
+        );
     }
 }
 
@@ -193,12 +211,16 @@ impl Deadline {
             Deadline::Past(n) => now.saturating_sub(n),
             Deadline::Boundary(level, delta) => {
                 let width = 1u64.checked_shl(6 * level).unwrap_or(u64::MAX);
-                now.saturating_add(width).saturating_add_signed(delta.into())
+                now.saturating_add(width)
+                    .saturating_add_signed(delta.into())
             }
             Deadline::SlotStart(level, delta) => {
                 let shift = 6 * level;
                 let block = (now >> shift).saturating_add(1);
-                block.checked_shl(shift).filter(|s| s >> shift == block).unwrap_or(u64::MAX)
+                block
+                    .checked_shl(shift)
+                    .filter(|s| s >> shift == block)
+                    .unwrap_or(u64::MAX)
                     .saturating_add_signed(delta.into())
             }
             Deadline::Anywhere(t) => t,
@@ -258,7 +280,10 @@ impl<W: ModelWheel> Model<W> {
             Op::Insert(d) => {
                 let deadline = d.resolve(now);
                 let key = self.wheel.insert(deadline, self.seq);
-                assert!(!self.live.contains_key(&key), "a fresh key collides with a live one");
+                assert!(
+                    !self.live.contains_key(&key),
+                    "a fresh key collides with a live one"
+                );
                 self.oracle.insert((deadline, self.seq), key);
                 self.live.insert(key, (deadline, self.seq));
                 self.keys.push(key);
@@ -269,7 +294,11 @@ impl<W: ModelWheel> Model<W> {
                     let entry = self.live.remove(&key).unwrap();
                     self.oracle.remove(&entry);
                     let value = self.original.remove(&key).unwrap_or(entry.1);
-                    assert_eq!(self.wheel.remove(key), Some(value), "remove returns the value");
+                    assert_eq!(
+                        self.wheel.remove(key),
+                        Some(value),
+                        "remove returns the value"
+                    );
                     self.retire(key);
                 }
             }
@@ -351,16 +380,30 @@ impl<W: ModelWheel> Model<W> {
                     (key, deadline),
                     "poll({target}) fired the wrong timer (expected seq {seq})"
                 );
-                assert_eq!(value, self.original.remove(&key).unwrap_or(seq), "fired value");
+                assert_eq!(
+                    value,
+                    self.original.remove(&key).unwrap_or(seq),
+                    "fired value"
+                );
                 self.oracle.remove(&(deadline, seq));
                 self.live.remove(&key);
                 self.retire(key);
                 assert!(self.wheel.now() >= now_before, "time went back");
-                assert!(self.wheel.now() <= effective, "time went past the polled tick");
-                assert!(deadline <= self.wheel.now().max(now_before), "fired before its deadline");
+                assert!(
+                    self.wheel.now() <= effective,
+                    "time went past the polled tick"
+                );
+                assert!(
+                    deadline <= self.wheel.now().max(now_before),
+                    "fired before its deadline"
+                );
             }
             (None, None) => {
-                assert_eq!(self.wheel.now(), effective, "an idle poll moves now to the target");
+                assert_eq!(
+                    self.wheel.now(),
+                    effective,
+                    "an idle poll moves now to the target"
+                );
             }
             (expected, fired) => panic!(
                 "poll({target}) at now {now_before}: expected {expected:?}, wheel gave {:?}",
@@ -377,12 +420,21 @@ impl<W: ModelWheel> Model<W> {
         match (self.oracle.first_key_value(), self.wheel.next_expiration()) {
             (None, None) => {}
             (Some((&(earliest, _), _)), Some(next)) => {
-                assert!(next <= earliest, "next_expiration {next} is after the earliest deadline {earliest}");
+                assert!(
+                    next <= earliest,
+                    "next_expiration {next} is after the earliest deadline {earliest}"
+                );
                 if earliest <= now || (earliest ^ now) < 64 {
-                    assert_eq!(next, earliest, "a level-0 or due deadline is reported exactly");
+                    assert_eq!(
+                        next, earliest,
+                        "a level-0 or due deadline is reported exactly"
+                    );
                 }
                 if earliest > now {
-                    assert!(next > now, "nothing is due, so the next event is in the future");
+                    assert!(
+                        next > now,
+                        "nothing is due, so the next event is in the future"
+                    );
                 }
             }
             (oracle, wheel) => panic!("next_expiration {wheel:?} but oracle earliest {oracle:?}"),
@@ -459,7 +511,11 @@ fn run_random<W: ModelWheel>(total: u64) {
         let mut rng = SmallRng::seed_from_u64(0xE5CA_9E00 + seed);
         let mut model = Model::<W>::new();
         // Some runs keep the wheel small, others let it grow to a few thousand timers.
-        let sizes: &[usize] = if cfg!(miri) { &[8, 40] } else { &[8, 64, 500, 3_000] };
+        let sizes: &[usize] = if cfg!(miri) {
+            &[8, 40]
+        } else {
+            &[8, 64, 500, 3_000]
+        };
         let target_live = sizes[seed as usize % sizes.len()];
         for _ in 0..total / seeds {
             let op = random_op(&mut rng, model.wheel.len(), target_live);

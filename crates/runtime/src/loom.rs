@@ -1,0 +1,146 @@
+//! The facade for every concurrency primitive the runtime uses.
+//!
+//! Concurrent code imports atomics, `Arc`, `Mutex`, `Condvar`, `UnsafeCell`, threads and
+//! thread-locals from here and nowhere else (clippy's `disallowed-types` holds the rest of the
+//! crate to it). A normal build gets `std` and `parking_lot`; a build with `--cfg loom` gets
+//! loom's models of the same things, so the loom suite explores the real code's
+//! interleavings.
+//!
+//! The two sides share one API, shaped after loom's where they differ: `UnsafeCell` is
+//! accessed through `with` and `with_mut`, `Mutex::lock` returns the guard directly, and
+//! `Condvar::wait` takes the guard and hands it back.
+
+#![allow(clippy::disallowed_types)]
+
+pub(crate) use imp::*;
+
+#[cfg(not(loom))]
+mod imp {
+    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use std::sync::Arc;
+    pub(crate) use std::thread;
+    pub(crate) use std::thread_local;
+
+    /// A mutual-exclusion lock: `parking_lot`'s, which is small and fast when uncontended.
+    pub(crate) type Mutex<T> = parking_lot::Mutex<T>;
+    /// A guard of [`Mutex`].
+    pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+
+    /// A condition variable paired with [`Mutex`].
+    #[derive(Debug, Default)]
+    pub(crate) struct Condvar(parking_lot::Condvar);
+
+    impl Condvar {
+        pub(crate) fn new() -> Self {
+            Condvar(parking_lot::Condvar::new())
+        }
+
+        pub(crate) fn wait<'a, T>(&self, mut guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+            self.0.wait(&mut guard);
+            guard
+        }
+
+        /// Waits at most `timeout`. Spurious wakeups happen.
+        pub(crate) fn wait_for<'a, T>(
+            &self,
+            mut guard: MutexGuard<'a, T>,
+            timeout: std::time::Duration,
+        ) -> MutexGuard<'a, T> {
+            self.0.wait_for(&mut guard, timeout);
+            guard
+        }
+
+        pub(crate) fn notify_one(&self) {
+            self.0.notify_one();
+        }
+
+        pub(crate) fn notify_all(&self) {
+            self.0.notify_all();
+        }
+    }
+
+    /// `std::cell::UnsafeCell` with loom's closure-based accessors.
+    #[derive(Debug, Default)]
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        pub(crate) const fn new(data: T) -> Self {
+            UnsafeCell(std::cell::UnsafeCell::new(data))
+        }
+
+        #[inline]
+        pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            f(self.0.get())
+        }
+
+        #[inline]
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+}
+
+#[cfg(loom)]
+mod imp {
+    pub(crate) use loom::cell::UnsafeCell;
+    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::Arc;
+    pub(crate) use loom::thread;
+    pub(crate) use loom::thread_local;
+
+    /// loom's mutex with `parking_lot`'s signature.
+    #[derive(Debug)]
+    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+
+    /// A guard of [`Mutex`].
+    pub(crate) type MutexGuard<'a, T> = loom::sync::MutexGuard<'a, T>;
+
+    impl<T> Mutex<T> {
+        pub(crate) fn new(data: T) -> Self {
+            Mutex(loom::sync::Mutex::new(data))
+        }
+
+        #[track_caller]
+        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+            self.0.lock().expect("a runtime lock is never poisoned")
+        }
+
+        #[track_caller]
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            self.0.try_lock().ok()
+        }
+    }
+
+    /// loom's condition variable with `parking_lot`'s signature. loom has no time, so a timed
+    /// wait is an untimed one that never times out.
+    #[derive(Debug)]
+    pub(crate) struct Condvar(loom::sync::Condvar);
+
+    impl Condvar {
+        pub(crate) fn new() -> Self {
+            Condvar(loom::sync::Condvar::new())
+        }
+
+        pub(crate) fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+            self.0
+                .wait(guard)
+                .expect("a runtime lock is never poisoned")
+        }
+
+        pub(crate) fn wait_for<'a, T>(
+            &self,
+            guard: MutexGuard<'a, T>,
+            _timeout: std::time::Duration,
+        ) -> MutexGuard<'a, T> {
+            self.wait(guard)
+        }
+
+        pub(crate) fn notify_one(&self) {
+            self.0.notify_one();
+        }
+
+        pub(crate) fn notify_all(&self) {
+            self.0.notify_all();
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! Parking: how a thread with nothing to do sleeps until it is woken, and how the runtime
+//! counts such threads so a paused clock can jump ahead once everything is idle.
+//!
+//! # The park state
+//!
+//! A parked thread and its unparkers share a [`ParkState`]: `EMPTY`, `PARKED` or `NOTIFIED`.
+//! `unpark` stores `NOTIFIED`; if the thread was `PARKED` it also wakes it. An unpark that
+//! comes before the park is never lost: the park consumes the token and returns at once.
+//!
+//! # Activity
+//!
+//! The timer driver counts the runtime's *active* threads: workers not parked, threads in
+//! `block_on` not parked, and blocking sections it knows of. The count reaches zero only when
+//! nothing in the runtime can make progress without time passing, which is when a paused
+//! clock auto-advances. To keep the count from touching zero while a wake is in flight:
+//!
+//! - a parking thread sets `PARKED` first, then decrements;
+//! - an unparker increments first, then swaps in `NOTIFIED`; if the thread was not `PARKED`
+//!   (it never slept, or someone else woke it), the unparker takes its increment back;
+//! - a thread that wakes without being unparked (a timeout, a nudge) increments for itself.
+//!
+//! So a thread being woken is counted active before the wake, and a wake only ever comes
+//! from an active thread or from outside the runtime.
+
+use std::fmt;
+use std::task::{RawWaker, RawWakerVTable, Waker};
+
+use crate::loom::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::time::driver::Driver;
+
+/// Nobody is parked and no unpark is pending.
+const EMPTY: usize = 0;
+/// The thread is parked (and was counted inactive).
+const PARKED: usize = 1;
+/// An unpark is pending; the next park returns at once.
+const NOTIFIED: usize = 2;
+
+/// The state a parked thread shares with its unparkers.
+pub(crate) struct ParkState(AtomicUsize);
+
+/// How a park attempt began.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ParkStart {
+    /// A token was pending: return without sleeping.
+    Notified,
+    /// The state is `PARKED`: sleep, then call [`ParkState::finish`].
+    Parked,
+}
+
+impl ParkState {
+    pub(crate) fn new() -> ParkState {
+        ParkState(AtomicUsize::new(EMPTY))
+    }
+
+    /// Consumes a pending token, or moves to `PARKED` and counts the thread inactive.
+    pub(crate) fn start(&self, driver: &Driver) -> ParkStart {
+        // Acquire pairs with the Release swap in `notify`: whatever the unparker did before
+        // is visible once the token is consumed.
+        match self
+            .0
+            .compare_exchange(EMPTY, PARKED, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => {
+                driver.deactivate();
+                ParkStart::Parked
+            }
+            Err(actual) => {
+                debug_assert_eq!(actual, NOTIFIED);
+                self.0.swap(EMPTY, Ordering::Acquire);
+                ParkStart::Notified
+            }
+        }
+    }
+
+    /// Whether an unpark arrived (a condvar waiter loops until it did).
+    pub(crate) fn is_notified(&self) -> bool {
+        self.0.load(Ordering::Acquire) == NOTIFIED
+    }
+
+    /// After sleeping: back to `EMPTY`. A thread that woke without an unpark (timeout,
+    /// spurious wakeup) counts itself active again; an unparked one was counted by its
+    /// unparker.
+    pub(crate) fn finish(&self, driver: &Driver) {
+        if self.0.swap(EMPTY, Ordering::Acquire) == PARKED {
+            driver.activate();
+        }
+    }
+
+    /// Marks the thread notified. Returns `true` if it was `PARKED` and must be woken.
+    pub(crate) fn notify(&self, driver: &Driver) -> bool {
+        driver.activate();
+        // Release pairs with the Acquire in `start` and `finish`.
+        if self.0.swap(NOTIFIED, Ordering::AcqRel) == PARKED {
+            true
+        } else {
+            // It was not asleep: the increment was not ours to make.
+            driver.deactivate();
+            false
+        }
+    }
+}
+
+/// Parks one thread on a condvar; [`Unparker`]s wake it. Used by workers other than
+/// worker 0 and by threads in `block_on`.
+pub(crate) struct Parker {
+    inner: Arc<Inner>,
+}
+
+/// Wakes a [`Parker`]'s thread from anywhere.
+#[derive(Clone)]
+pub(crate) struct Unparker {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    state: ParkState,
+    lock: Mutex<()>,
+    condvar: Condvar,
+    driver: Arc<Driver>,
+}
+
+impl Parker {
+    pub(crate) fn new(driver: Arc<Driver>) -> Parker {
+        Parker {
+            inner: Arc::new(Inner {
+                state: ParkState::new(),
+                lock: Mutex::new(()),
+                condvar: Condvar::new(),
+                driver,
+            }),
+        }
+    }
+
+    pub(crate) fn unparker(&self) -> Unparker {
+        Unparker {
+            inner: self.inner.clone(),
+        }
+    }
+
+    /// Blocks until unparked (or returns at once if an unpark is pending).
+    pub(crate) fn park(&self) {
+        let inner = &*self.inner;
+        // Taking the lock before `PARKED` is visible means an unparker that sees `PARKED`
+        // and then takes the lock finds us inside `wait`.
+        let mut guard = inner.lock.lock();
+        if inner.state.start(&inner.driver) == ParkStart::Notified {
+            return;
+        }
+        while !inner.state.is_notified() {
+            guard = inner.condvar.wait(guard);
+        }
+        drop(guard);
+        inner.state.finish(&inner.driver);
+    }
+}
+
+impl Unparker {
+    /// Wakes the parked thread, or makes its next park return at once.
+    pub(crate) fn unpark(&self) {
+        let inner = &*self.inner;
+        if inner.state.notify(&inner.driver) {
+            drop(inner.lock.lock());
+            inner.condvar.notify_one();
+        }
+    }
+
+    /// A `Waker` that unparks this thread.
+    pub(crate) fn into_waker(self) -> Waker {
+        let ptr = Arc::into_raw(self.inner).cast::<()>();
+        // SAFETY: the vtable below treats the pointer as an `Arc<Inner>` it owns one count of,
+        // which `into_raw` just gave it.
+        unsafe { Waker::from_raw(RawWaker::new(ptr, &WAKER_VTABLE)) }
+    }
+}
+
+static WAKER_VTABLE: RawWakerVTable =
+    RawWakerVTable::new(waker_clone, waker_wake, waker_wake_by_ref, waker_drop);
+
+/// The unparker a waker's pointer stands for, without taking over its count.
+///
+/// # Safety
+///
+/// `ptr` came from `Arc::<Inner>::into_raw` and its count is still held.
+unsafe fn unparker_of(ptr: *const ()) -> std::mem::ManuallyDrop<Unparker> {
+    // SAFETY: the caller's contract; `ManuallyDrop` leaves the count alone.
+    let inner = unsafe { Arc::from_raw(ptr.cast::<Inner>()) };
+    std::mem::ManuallyDrop::new(Unparker { inner })
+}
+
+unsafe fn waker_clone(ptr: *const ()) -> RawWaker {
+    // SAFETY: the waker holds one count, so the `Arc` is alive to increment.
+    unsafe { Arc::increment_strong_count(ptr.cast::<Inner>()) };
+    RawWaker::new(ptr, &WAKER_VTABLE)
+}
+
+unsafe fn waker_wake(ptr: *const ()) {
+    // SAFETY: the waker's count passes to this `Arc`, dropped at the end.
+    let inner = unsafe { Arc::from_raw(ptr.cast::<Inner>()) };
+    Unparker { inner }.unpark();
+}
+
+unsafe fn waker_wake_by_ref(ptr: *const ()) {
+    // SAFETY: the waker is alive and keeps its count.
+    unsafe { unparker_of(ptr) }.unpark();
+}
+
+unsafe fn waker_drop(ptr: *const ()) {
+    // SAFETY: the waker's count is released here.
+    drop(unsafe { Arc::from_raw(ptr.cast::<Inner>()) });
+}
+
+impl fmt::Debug for ParkState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ParkState")
+            .field(&self.0.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl fmt::Debug for Parker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Parker").finish_non_exhaustive()
+    }
+}
+
+impl fmt::Debug for Unparker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Unparker").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,164 @@
+//! [`Builder`]: a runtime's configuration.
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+use super::{Handle, Runtime};
+use crate::loom::{thread, Arc};
+use crate::park::Parker;
+use crate::scheduler::worker::{Park, Worker};
+use crate::scheduler::{Local, Remote, Shared};
+use crate::time::clock::Clock;
+use crate::time::driver::Driver;
+use crate::time::park::DriverParker;
+
+/// The default length of a timer tick.
+const DEFAULT_TICK: Duration = Duration::from_millis(1);
+
+/// Configures and builds a [`Runtime`].
+///
+/// # Examples
+///
+/// ```
+/// let rt = escapement::Builder::new()
+///     .worker_threads(2)
+///     .thread_name("my-app")
+///     .build()
+///     .unwrap();
+/// assert_eq!(rt.block_on(async { 1 + 1 }), 2);
+/// ```
+pub struct Builder {
+    worker_threads: Option<usize>,
+    thread_name: String,
+    start_paused: bool,
+}
+
+impl Builder {
+    /// A builder with the defaults: one worker per available CPU, threads named
+    /// `escapement-worker-N`.
+    pub fn new() -> Builder {
+        Builder {
+            worker_threads: None,
+            thread_name: "escapement-worker".to_owned(),
+            start_paused: false,
+        }
+    }
+
+    /// The number of worker threads. Worker 0 also drives the timers.
+    ///
+    /// # Panics
+    ///
+    /// If `count` is zero.
+    #[track_caller]
+    pub fn worker_threads(&mut self, count: usize) -> &mut Builder {
+        assert!(count > 0, "a runtime needs at least one worker thread");
+        self.worker_threads = Some(count);
+        self
+    }
+
+    /// The worker threads' name; each gets `-N` appended, `N` its index.
+    pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Builder {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// Starts the runtime with its clock paused, as if [`time::pause`](crate::time::pause)
+    /// ran first: time moves only by [`time::advance`](crate::time::advance), or jumps to
+    /// the next timer whenever every thread of the runtime is idle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use escapement::time::{sleep, Duration, Instant};
+    ///
+    /// let rt = escapement::Builder::new().start_paused(true).build().unwrap();
+    /// rt.block_on(async {
+    ///     let start = Instant::now();
+    ///     sleep(Duration::from_secs(86_400)).await; // returns at once
+    ///     assert_eq!(start.elapsed(), Duration::from_secs(86_400));
+    /// });
+    /// ```
+    pub fn start_paused(&mut self, paused: bool) -> &mut Builder {
+        self.start_paused = paused;
+        self
+    }
+
+    /// Builds the runtime and starts its worker threads.
+    ///
+    /// # Errors
+    ///
+    /// If the timer driver's poll cannot be created or a thread cannot be spawned.
+    pub fn build(&mut self) -> io::Result<Runtime> {
+        let workers = self
+            .worker_threads
+            .unwrap_or_else(|| thread::available_parallelism().map_or(1, |n| n.get()));
+        let tick = DEFAULT_TICK;
+        let origin = std::time::Instant::now();
+        let (driver_parker, driver_unparker) = DriverParker::new()?;
+        let mut driver_parker = Some(driver_parker);
+        let clock = Clock::new(origin, tick, self.start_paused);
+        let driver = Arc::new(Driver::new(clock, origin, tick, driver_unparker, workers));
+
+        let mut queues = Vec::with_capacity(workers);
+        let mut parks = Vec::with_capacity(workers);
+        let mut remotes = Vec::with_capacity(workers);
+        for index in 0..workers {
+            let queue = Local::new_fifo();
+            let (park, unparker) = if index == 0 {
+                (
+                    Park::Driver(driver_parker.take().expect("one driver parker")),
+                    None,
+                )
+            } else {
+                let parker = Parker::new(driver.clone());
+                let unparker = parker.unparker();
+                (Park::Thread(parker), Some(unparker))
+            };
+            remotes.push(Remote {
+                stealer: queue.stealer(),
+                unparker,
+            });
+            queues.push(queue);
+            parks.push(park);
+        }
+
+        let handle = Handle {
+            shared: Arc::new(Shared::new(remotes.into_boxed_slice(), driver)),
+        };
+        let mut threads = Vec::with_capacity(workers);
+        for (index, (queue, park)) in queues.into_iter().zip(parks).enumerate() {
+            let worker = Worker::new(handle.clone(), index, park);
+            let spawned = thread::Builder::new()
+                .name(format!("{}-{index}", self.thread_name))
+                .spawn(move || worker.run(queue));
+            match spawned {
+                Ok(thread) => threads.push(thread),
+                Err(error) => {
+                    // Stop the workers already started; the rest never existed.
+                    let runtime = Runtime::from_parts(handle, threads);
+                    runtime.abandon_unstarted(workers - index);
+                    drop(runtime);
+                    return Err(error);
+                }
+            }
+        }
+        Ok(Runtime::from_parts(handle, threads))
+    }
+}
+
+impl Default for Builder {
+    fn default() -> Builder {
+        Builder::new()
+    }
+}
+
+impl fmt::Debug for Builder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("worker_threads", &self.worker_threads)
+            .field("thread_name", &self.thread_name)
+            .field("start_paused", &self.start_paused)
+            .finish()
+    }
+}

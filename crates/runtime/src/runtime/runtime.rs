@@ -1,0 +1,175 @@
+//! [`Runtime`]: owns the worker threads; runs a future to completion on the calling thread.
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::pin::pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use super::{context, Builder, EnterGuard, Handle};
+use crate::loom::thread::JoinHandle as ThreadHandle;
+use crate::loom::Arc;
+use crate::park::Parker;
+use crate::scheduler::worker;
+use crate::time::driver::Driver;
+use crate::JoinHandle;
+
+/// A multi-threaded async runtime with a timer driver.
+///
+/// # Examples
+///
+/// ```
+/// use escapement::time::{sleep, Duration};
+///
+/// let rt = escapement::Runtime::new().unwrap();
+/// let answer = rt.block_on(async {
+///     let task = escapement::spawn(async {
+///         sleep(Duration::from_millis(1)).await;
+///         42
+///     });
+///     task.await.unwrap()
+/// });
+/// assert_eq!(answer, 42);
+/// ```
+pub struct Runtime {
+    handle: Handle,
+    threads: Vec<ThreadHandle<()>>,
+}
+
+impl Runtime {
+    /// A runtime with one worker thread per available CPU.
+    ///
+    /// # Errors
+    ///
+    /// As [`Builder::build`].
+    pub fn new() -> io::Result<Runtime> {
+        Builder::new().build()
+    }
+
+    pub(crate) fn from_parts(handle: Handle, threads: Vec<ThreadHandle<()>>) -> Runtime {
+        Runtime { handle, threads }
+    }
+
+    /// After a failed build: counts the workers that never started as exited.
+    pub(crate) fn abandon_unstarted(&self, count: usize) {
+        for _ in 0..count {
+            self.handle.shared.worker_exited();
+        }
+    }
+
+    /// Runs `future` to completion on this thread, which sleeps whenever the future is
+    /// pending. Tasks spawned meanwhile run on the worker threads.
+    ///
+    /// # Panics
+    ///
+    /// If called on a worker thread of a runtime, or inside another `block_on`: blocking
+    /// there would stall the tasks that thread should run.
+    #[track_caller]
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        assert!(
+            !worker::is_worker_thread(),
+            "Runtime::block_on was called on a runtime worker thread; \
+             await the future instead of blocking the worker"
+        );
+        let Some(_blocking) = context::enter_blocking() else {
+            panic!("Runtime::block_on was called inside another block_on");
+        };
+        let _context = context::enter(self.handle.clone());
+        let _active = Active::new(self.handle.driver_arc());
+        let parker = Parker::new(self.handle.driver_arc());
+        let waker = parker.unparker().into_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut future = pin!(future);
+        loop {
+            if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+                return output;
+            }
+            parker.park();
+        }
+    }
+
+    /// Spawns a task; see [`Handle::spawn`].
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.handle.spawn(future)
+    }
+
+    /// The runtime's handle.
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// Makes this runtime current on this thread; see [`Handle::enter`].
+    pub fn enter(&self) -> EnterGuard<'_> {
+        self.handle.enter()
+    }
+
+    /// Shuts the runtime down, waiting at most `timeout` for worker threads busy in a task
+    /// poll to come back; threads still busy then are left to finish on their own.
+    ///
+    /// Every task is cancelled (its future dropped) and every pending timer of the runtime
+    /// is woken, never to fire.
+    pub fn shutdown_timeout(mut self, timeout: Duration) {
+        self.shutdown(Some(timeout));
+    }
+
+    /// Shuts down: stop the workers, cancel every task, wake every timer.
+    fn shutdown(&mut self, timeout: Option<Duration>) {
+        let shared = &self.handle.shared;
+        if shared.is_shutdown() && self.threads.is_empty() {
+            return;
+        }
+        shared.begin_shutdown();
+        // A runtime dropped on one of its own workers cannot wait for that worker.
+        let timeout = if worker::is_worker_thread() {
+            Some(Duration::ZERO)
+        } else {
+            timeout
+        };
+        let all_exited = shared.wait_for_workers(timeout);
+        for thread in std::mem::take(&mut self.threads) {
+            if all_exited || thread.is_finished() {
+                let _ = thread.join();
+            }
+        }
+        shared.owned.close_and_shutdown_all();
+        shared.drain_injector();
+        shared.driver.shutdown();
+    }
+}
+
+/// Counts a `block_on` thread active while it runs (see `crate::park`).
+struct Active(Arc<Driver>);
+
+impl Active {
+    fn new(driver: Arc<Driver>) -> Active {
+        driver.activate();
+        Active(driver)
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.deactivate();
+    }
+}
+
+impl Drop for Runtime {
+    /// Shuts down like [`shutdown_timeout`](Runtime::shutdown_timeout), waiting as long as
+    /// worker threads take to finish their current poll.
+    fn drop(&mut self) {
+        self.shutdown(None);
+    }
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("handle", &self.handle)
+            .finish_non_exhaustive()
+    }
+}

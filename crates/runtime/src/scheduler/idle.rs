@@ -1,0 +1,124 @@
+//! [`Idle`]: which workers sleep, and the protocol that keeps a wakeup from being lost
+//! between "a worker decides to sleep" and "another thread makes work for it".
+//!
+//! A worker is running, searching (looking for work to steal) or sleeping. The state word
+//! counts searching workers in its low half and sleeping ones in its high half; the list of
+//! sleepers sits behind a mutex.
+//!
+//! - **Notifying.** A thread that makes work (pushes a task) then issues a `SeqCst` fence and
+//!   reads the state. If a worker is searching, that worker will find the work; otherwise, if
+//!   one sleeps, it pops a sleeper, counts it as searching, and unparks it.
+//! - **Going to sleep.** A worker adds itself to the sleepers and the count (a `SeqCst`
+//!   read-modify-write, which also drops its searching count), issues a `SeqCst` fence, then
+//!   checks every queue once more before it parks.
+//!
+//! Either the notifier's read comes after the sleeper's announcement in the single `SeqCst`
+//! order, and it sees the sleeper, or it comes before, and then the sleeper's re-check sees
+//! the task. A notifier that skips because a searcher exists is covered the same way: the
+//! searcher's announcement comes after the notifier's push, so its re-check finds the task.
+
+use std::fmt;
+
+use crate::loom::{fence, AtomicUsize, Mutex, Ordering};
+
+/// One searching worker in the state word.
+const SEARCHING_ONE: usize = 1;
+/// The searching count's bits.
+const SEARCHING_MASK: usize = (1 << 16) - 1;
+/// One sleeping worker in the state word.
+const SLEEPING_ONE: usize = 1 << 16;
+
+pub(crate) struct Idle {
+    state: AtomicUsize,
+    sleepers: Mutex<Vec<usize>>,
+}
+
+impl Idle {
+    pub(crate) fn new(workers: usize) -> Idle {
+        assert!(workers <= SEARCHING_MASK, "too many worker threads");
+        Idle {
+            state: AtomicUsize::new(0),
+            sleepers: Mutex::new(Vec::with_capacity(workers)),
+        }
+    }
+
+    /// After making work: the worker to unpark, if one should wake to take it.
+    pub(crate) fn worker_to_notify(&self) -> Option<usize> {
+        fence(Ordering::SeqCst);
+        if !should_wake(self.state.load(Ordering::SeqCst)) {
+            return None;
+        }
+        let mut sleepers = self.sleepers.lock();
+        // The count may have changed before we took the lock.
+        if !should_wake(self.state.load(Ordering::SeqCst)) {
+            return None;
+        }
+        let worker = sleepers.pop()?;
+        // One fewer sleeping, one more searching: the woken worker starts out searching.
+        self.state
+            .fetch_sub(SLEEPING_ONE - SEARCHING_ONE, Ordering::SeqCst);
+        Some(worker)
+    }
+
+    /// The worker is about to park. The caller must check the queues again afterwards.
+    pub(crate) fn transition_to_sleeping(&self, worker: usize, searching: bool) {
+        let mut sleepers = self.sleepers.lock();
+        sleepers.push(worker);
+        let delta = if searching {
+            SLEEPING_ONE - SEARCHING_ONE
+        } else {
+            SLEEPING_ONE
+        };
+        self.state.fetch_add(delta, Ordering::SeqCst);
+        drop(sleepers);
+        // Orders the announcement before the caller's re-check of the queues; pairs with the
+        // fence in `worker_to_notify`.
+        fence(Ordering::SeqCst);
+    }
+
+    /// The worker is awake again. Returns `true` if it took itself off the sleepers (it
+    /// woke by itself), `false` if a notifier did (it is counted as searching).
+    pub(crate) fn transition_from_sleeping(&self, worker: usize) -> bool {
+        let mut sleepers = self.sleepers.lock();
+        match sleepers.iter().position(|&w| w == worker) {
+            Some(position) => {
+                sleepers.swap_remove(position);
+                self.state.fetch_sub(SLEEPING_ONE, Ordering::SeqCst);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A searching worker found work. Returns whether it was the last searcher, in which
+    /// case the caller wakes another worker to look for what else there is.
+    pub(crate) fn transition_from_searching(&self) -> bool {
+        let prev = self.state.fetch_sub(SEARCHING_ONE, Ordering::SeqCst);
+        prev & SEARCHING_MASK == 1
+    }
+
+    /// A running worker starts searching, unless half the workers already are (more would
+    /// only contend).
+    pub(crate) fn try_transition_to_searching(&self, workers: usize) -> bool {
+        let state = self.state.load(Ordering::SeqCst);
+        if 2 * (state & SEARCHING_MASK) >= workers {
+            return false;
+        }
+        self.state.fetch_add(SEARCHING_ONE, Ordering::SeqCst);
+        true
+    }
+}
+
+fn should_wake(state: usize) -> bool {
+    state & SEARCHING_MASK == 0 && state >= SLEEPING_ONE
+}
+
+impl fmt::Debug for Idle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.state.load(Ordering::Relaxed);
+        f.debug_struct("Idle")
+            .field("searching", &(state & SEARCHING_MASK))
+            .field("sleeping", &(state / SLEEPING_ONE))
+            .finish()
+    }
+}

@@ -1,0 +1,170 @@
+//! The multi-threaded scheduler: per-worker run queues, a global injector, stealing, and
+//! the idle protocol that puts workers to sleep and wakes them.
+//!
+//! A task woken on a worker thread goes onto that worker's queue; woken anywhere else, onto
+//! the injector. Either way the waker then asks [`Idle`] whether a sleeping worker should wake
+//! to take it. Worker 0 is special in one way only: it owns the timer driver, fires due
+//! timers each turn, and sleeps on the driver instead of a condvar.
+
+mod idle;
+mod queue;
+pub(crate) mod worker;
+
+use std::fmt;
+
+use crate::loom::{fence, Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::park::Unparker;
+use crate::runtime::Handle;
+use crate::task::list::OwnedTasks;
+use crate::task::{Notified, Schedule, Task};
+use crate::time::driver::Driver;
+
+pub(crate) use idle::Idle;
+pub(crate) use queue::{Injector, Local, Stealer};
+
+/// What every worker and every task of one runtime share.
+pub(crate) struct Shared {
+    pub(crate) injector: Injector<Notified<Handle>>,
+    pub(crate) remotes: Box<[Remote]>,
+    pub(crate) idle: Idle,
+    pub(crate) owned: OwnedTasks<Handle>,
+    pub(crate) driver: Arc<Driver>,
+    shutdown: AtomicBool,
+    /// Workers still in their loop, and a condvar the shutdown waits on.
+    live_workers: Mutex<usize>,
+    workers_exited: Condvar,
+    /// Tasks spawned so far (for metrics and tests).
+    pub(crate) spawned: AtomicUsize,
+}
+
+/// What other threads need to reach one worker.
+pub(crate) struct Remote {
+    pub(crate) stealer: Stealer<Notified<Handle>>,
+    /// `None` for worker 0, which sleeps on the timer driver.
+    pub(crate) unparker: Option<Unparker>,
+}
+
+impl Shared {
+    pub(crate) fn new(remotes: Box<[Remote]>, driver: Arc<Driver>) -> Shared {
+        let workers = remotes.len();
+        Shared {
+            injector: Injector::new(),
+            idle: Idle::new(workers),
+            owned: OwnedTasks::new(4 * workers),
+            remotes,
+            driver,
+            shutdown: AtomicBool::new(false),
+            live_workers: Mutex::new(workers),
+            workers_exited: Condvar::new(),
+            spawned: AtomicUsize::new(0),
+        }
+    }
+
+    pub(crate) fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Ordering::SeqCst)
+    }
+
+    /// Whether any queue holds a task.
+    pub(crate) fn has_work(&self) -> bool {
+        !self.injector.is_empty() || self.remotes.iter().any(|r| !r.stealer.is_empty())
+    }
+
+    /// Wakes a sleeping worker if one should come and take new work.
+    pub(crate) fn notify_parked(&self) {
+        if let Some(worker) = self.idle.worker_to_notify() {
+            self.unpark(worker);
+        }
+    }
+
+    fn unpark(&self, worker: usize) {
+        match &self.remotes[worker].unparker {
+            Some(unparker) => unparker.unpark(),
+            None => self.driver.unpark(),
+        }
+    }
+
+    /// Starts shutting down: workers leave their loops at their next turn.
+    pub(crate) fn begin_shutdown(&self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+        for worker in 0..self.remotes.len() {
+            self.unpark(worker);
+        }
+    }
+
+    /// Drops every task in the injector. Called after shutdown began, by the shutdown and by
+    /// any thread that pushed to the injector too late.
+    pub(crate) fn drain_injector(&self) {
+        while let Some(task) = steal_any(&self.injector) {
+            drop(task);
+        }
+    }
+
+    pub(crate) fn worker_exited(&self) {
+        let mut live = self.live_workers.lock();
+        *live -= 1;
+        if *live == 0 {
+            self.workers_exited.notify_all();
+        }
+    }
+
+    /// Waits until every worker left its loop, or `timeout` passed; returns whether they all
+    /// did.
+    pub(crate) fn wait_for_workers(&self, timeout: Option<std::time::Duration>) -> bool {
+        let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
+        let mut live = self.live_workers.lock();
+        while *live > 0 {
+            match deadline {
+                None => live = self.workers_exited.wait(live),
+                Some(deadline) => {
+                    let now = std::time::Instant::now();
+                    if now >= deadline {
+                        return false;
+                    }
+                    live = self.workers_exited.wait_for(live, deadline - now);
+                }
+            }
+        }
+        true
+    }
+}
+
+fn steal_any(injector: &Injector<Notified<Handle>>) -> Option<Notified<Handle>> {
+    loop {
+        let steal = injector.steal();
+        if steal.is_retry() {
+            continue;
+        }
+        return steal.success();
+    }
+}
+
+impl Schedule for Handle {
+    fn schedule(&self, task: Notified<Handle>) {
+        let shared = &*self.shared;
+        if let Err(task) = worker::push_local(shared, task) {
+            shared.injector.push(task);
+            // A push that raced with shutdown's final drain must not leave the task in the
+            // injector: pairs with the SeqCst store in `begin_shutdown`.
+            fence(Ordering::SeqCst);
+            if shared.is_shutdown() {
+                shared.drain_injector();
+                return;
+            }
+        }
+        shared.notify_parked();
+    }
+
+    fn release(&self, task: &Task<Handle>) -> Option<Task<Handle>> {
+        self.shared.owned.remove(task)
+    }
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared")
+            .field("workers", &self.remotes.len())
+            .field("idle", &self.idle)
+            .field("shutdown", &self.is_shutdown())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,112 @@
+//! [`JoinHandle`]: awaiting, aborting and detaching a spawned task.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::ptr::NonNull;
+use std::task::{Context, Poll};
+
+use super::error::JoinError;
+use super::raw::Header;
+
+/// An owned permission to await a spawned task's output.
+///
+/// Awaiting it gives the task's output, or a [`JoinError`] if the task panicked or was
+/// cancelled. Dropping it detaches the task, which runs on.
+///
+/// # Examples
+///
+/// ```
+/// # let rt = escapement::Runtime::new().unwrap();
+/// rt.block_on(async {
+///     let handle = escapement::spawn(async { 6 * 7 });
+///     assert_eq!(handle.await.unwrap(), 42);
+/// });
+/// ```
+///
+/// Unlike the crate's other futures it is not `#[must_use]`: spawning a task and dropping
+/// its handle (`escapement::spawn(fut);`) is the normal way to detach it, as in tokio.
+///
+/// # Cancel safety
+///
+/// Dropping a `JoinHandle` future early detaches the task rather than cancelling it; use
+/// [`abort`](JoinHandle::abort) to cancel.
+pub struct JoinHandle<T> {
+    header: NonNull<Header>,
+    _output: PhantomData<T>,
+}
+
+// SAFETY: a `JoinHandle` moves the output `T` from the task to its owner, so it may cross
+// threads when `T: Send`; the header it points at is shared task state behind atomics.
+unsafe impl<T: Send> Send for JoinHandle<T> {}
+// SAFETY: `&JoinHandle` only reads the state word (`is_finished`) and submits aborts, both
+// thread-safe; it never touches the output.
+unsafe impl<T: Send> Sync for JoinHandle<T> {}
+
+impl<T> Unpin for JoinHandle<T> {}
+
+impl<T> JoinHandle<T> {
+    /// # Safety
+    ///
+    /// `header` is a live task whose output is `T`, and the caller gives the handle the join
+    /// handle's reference.
+    pub(crate) unsafe fn new(header: NonNull<Header>) -> Self {
+        JoinHandle {
+            header,
+            _output: PhantomData,
+        }
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the handle's reference keeps the task alive.
+        unsafe { self.header.as_ref() }
+    }
+
+    /// Cancels the task: it is dropped instead of polled again, and awaiting this handle
+    /// gives a [`JoinError`] that [`is_cancelled`](JoinError::is_cancelled). A task that
+    /// already finished keeps its output. The task is dropped by a worker, soon after this
+    /// returns, not by this call.
+    pub fn abort(&self) {
+        let header = self.header();
+        if header.state.transition_to_notified_and_cancel() {
+            // SAFETY: the transition took a reference for the `Notified`.
+            unsafe { (header.vtable.schedule)(self.header) };
+        }
+    }
+
+    /// Whether the task has finished: completed, panicked or been cancelled.
+    pub fn is_finished(&self) -> bool {
+        self.header().state.load().is_complete()
+    }
+}
+
+impl<T> Future for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut output: Poll<Result<T, JoinError>> = Poll::Pending;
+        let header = self.header();
+        // SAFETY: `output` has the type the task's vtable writes, and this is the join handle.
+        unsafe {
+            (header.vtable.try_read_output)(self.header, (&raw mut output).cast(), cx.waker());
+        }
+        output
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        // SAFETY: this is the join handle, giving up its reference.
+        unsafe { (self.header().vtable.drop_join_handle)(self.header) };
+    }
+}
+
+impl<T> fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("id", &self.header().id)
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}

@@ -1,0 +1,154 @@
+//! Tasks: spawned futures, their handles, and the state machine that runs them.
+//!
+//! The design note of the state machine is in `state.rs`, that of the memory in `raw.rs`.
+
+mod error;
+mod harness;
+mod join;
+pub(crate) mod list;
+mod raw;
+mod state;
+mod waker;
+mod yield_now;
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+
+pub use error::JoinError;
+pub use join::JoinHandle;
+pub use yield_now::yield_now;
+
+#[doc(inline)]
+pub use crate::runtime::spawn;
+
+use raw::{Cell, Header};
+
+/// What a task needs of the scheduler that owns it.
+pub(crate) trait Schedule: Send + Sync + Sized + 'static {
+    /// Puts a notified task on a run queue.
+    fn schedule(&self, task: Notified<Self>);
+
+    /// Takes a completed task out of the owned list; returns the list's reference if the list
+    /// still held it.
+    fn release(&self, task: &Task<Self>) -> Option<Task<Self>>;
+}
+
+/// One owned reference to a task.
+pub(crate) struct Task<S: 'static> {
+    header: NonNull<Header>,
+    _scheduler: PhantomData<S>,
+}
+
+// SAFETY: a task reference is a pointer to shared task state behind atomics and the
+// protocols of `state.rs`; futures and outputs in it are `Send`.
+unsafe impl<S> Send for Task<S> {}
+// SAFETY: as above; `&Task` only reads the header.
+unsafe impl<S> Sync for Task<S> {}
+
+/// A task that is scheduled to run: the reference a run queue holds.
+pub(crate) struct Notified<S: 'static>(Task<S>);
+
+impl<S: 'static> Task<S> {
+    /// # Safety
+    ///
+    /// The caller gives the new `Task` one reference to a live task scheduled by `S`.
+    pub(crate) unsafe fn from_raw(header: NonNull<Header>) -> Self {
+        Task {
+            header,
+            _scheduler: PhantomData,
+        }
+    }
+
+    fn header(&self) -> &Header {
+        // SAFETY: the reference keeps the task alive.
+        unsafe { self.header.as_ref() }
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.header().id
+    }
+
+    pub(crate) fn ptr_eq(&self, other: &Task<S>) -> bool {
+        self.header == other.header
+    }
+
+    /// The key of the task in its owned-list shard; the caller holds that shard's lock.
+    fn owned_key(&self) -> usize {
+        // SAFETY: the caller holds the shard lock, which serializes every access.
+        self.header().owned_key.with(|key| unsafe { *key })
+    }
+
+    /// Records the task's key in its owned-list shard; the caller holds that shard's lock.
+    fn set_owned_key(&self, key: usize) {
+        // SAFETY: as in `owned_key`.
+        self.header()
+            .owned_key
+            .with_mut(|slot| unsafe { *slot = key });
+    }
+
+    /// Runtime shutdown, giving up this reference (the owned list's).
+    pub(crate) fn shutdown(self) {
+        let header = self.header;
+        std::mem::forget(self);
+        // SAFETY: this reference passes to the shutdown, which releases it.
+        unsafe { (header.as_ref().vtable.shutdown)(header) };
+    }
+}
+
+impl<S: 'static> Drop for Task<S> {
+    fn drop(&mut self) {
+        if self.header().state.ref_dec(1) {
+            // SAFETY: that was the last reference.
+            unsafe { (self.header().vtable.dealloc)(self.header) };
+        }
+    }
+}
+
+impl<S: 'static> Notified<S> {
+    /// Runs the task (polls it, or cancels it if aborted), consuming the notification.
+    pub(crate) fn run(self) {
+        let header = self.0.header;
+        std::mem::forget(self);
+        // SAFETY: the `Notified` reference passes to the poll.
+        unsafe { (header.as_ref().vtable.poll)(header) };
+    }
+}
+
+impl<S: 'static> fmt::Debug for Task<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Task")
+            .field("id", &self.id())
+            .field("state", &self.header().state)
+            .finish()
+    }
+}
+
+impl<S: 'static> fmt::Debug for Notified<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Notified").field(&self.0).finish()
+    }
+}
+
+/// Allocates a task: its owned-list reference, its first notification and its join handle.
+pub(crate) fn new<F, S>(
+    future: F,
+    scheduler: S,
+    id: u64,
+) -> (Task<S>, Notified<S>, JoinHandle<F::Output>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    let header = Cell::allocate(future, scheduler, id);
+    // SAFETY: a new task starts with three references, one for each handle made here.
+    unsafe {
+        (
+            Task::from_raw(header),
+            Notified(Task::from_raw(header)),
+            JoinHandle::new(header),
+        )
+    }
+}

@@ -1,0 +1,91 @@
+//! A task's memory: the type-erased [`Header`] every handle points at, its [`Vtable`], and
+//! the typed [`Cell`] around it.
+//!
+//! A task is one allocation, a `Cell<F, S>` whose first field is the `Header`, so a pointer
+//! to the header is a pointer to the cell. Handles ([`Task`], [`Notified`], `JoinHandle`,
+//! `Waker`) hold a `NonNull<Header>` and reach the typed code through the vtable.
+//!
+//! Who may touch what in the cell:
+//!
+//! - `stage` (the future, then the output): the thread that set `RUNNING`; after `COMPLETE`,
+//!   the `JoinHandle` (or, if it is gone, the completing thread); at deallocation, the thread
+//!   that dropped the last reference.
+//! - `join_waker`: as the state word's design note says (the `JOIN_WAKER` bit).
+//! - `owned_key`: whoever holds the lock of the owned-list shard the task belongs to.
+//!
+//! [`Task`]: super::Task
+//! [`Notified`]: super::Notified
+
+use std::future::Future;
+use std::ptr::NonNull;
+use std::task::Waker;
+
+use super::error::JoinError;
+use super::state::State;
+use super::Schedule;
+use crate::loom::UnsafeCell;
+
+/// The part of a task that every handle can read without knowing its types.
+pub(crate) struct Header {
+    pub(crate) state: State,
+    pub(crate) vtable: &'static Vtable,
+    /// The task's key in its owned-list shard; only touched under that shard's lock.
+    pub(crate) owned_key: UnsafeCell<usize>,
+    /// The task's id, unique within its runtime.
+    pub(crate) id: u64,
+}
+
+/// The typed operations of a task, one table per `(F, S)`.
+pub(crate) struct Vtable {
+    /// Runs the task: the caller gives up a `Notified` reference.
+    pub(crate) poll: unsafe fn(NonNull<Header>),
+    /// Hands a `Notified` (whose reference the caller set aside) to the scheduler.
+    pub(crate) schedule: unsafe fn(NonNull<Header>),
+    /// Frees the cell; the last reference is gone.
+    pub(crate) dealloc: unsafe fn(NonNull<Header>),
+    /// `JoinHandle::poll`: writes `Poll<Result<T, JoinError>>` to the pointer if ready.
+    pub(crate) try_read_output: unsafe fn(NonNull<Header>, *mut (), &Waker),
+    /// `JoinHandle::drop`.
+    pub(crate) drop_join_handle: unsafe fn(NonNull<Header>),
+    /// Runtime shutdown: the caller gives up the owned list's reference.
+    pub(crate) shutdown: unsafe fn(NonNull<Header>),
+}
+
+/// What the task holds in place of its future over its life.
+pub(crate) enum Stage<F: Future> {
+    Running(F),
+    Finished(Result<F::Output, JoinError>),
+    Consumed,
+}
+
+/// The whole task allocation. `repr(C)` keeps the header at offset zero.
+#[repr(C)]
+pub(crate) struct Cell<F: Future, S> {
+    pub(crate) header: Header,
+    pub(crate) scheduler: S,
+    pub(crate) stage: UnsafeCell<Stage<F>>,
+    pub(crate) join_waker: UnsafeCell<Option<Waker>>,
+}
+
+impl<F, S> Cell<F, S>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    S: Schedule,
+{
+    /// Allocates a task in its initial state (three references, notified).
+    pub(crate) fn allocate(future: F, scheduler: S, id: u64) -> NonNull<Header> {
+        let cell = Box::new(Cell {
+            header: Header {
+                state: State::new(),
+                vtable: &super::harness::Harness::<F, S>::VTABLE,
+                owned_key: UnsafeCell::new(usize::MAX),
+                id,
+            },
+            scheduler,
+            stage: UnsafeCell::new(Stage::Running(future)),
+            join_waker: UnsafeCell::new(None),
+        });
+        NonNull::from(Box::leak(cell)).cast()
+    }
+}

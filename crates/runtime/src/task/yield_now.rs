@@ -1,0 +1,36 @@
+//! [`yield_now`]: let other tasks run.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// Yields to the scheduler once: the task goes to the back of its worker's queue, and other
+/// ready tasks run before it is polled again.
+///
+/// # Examples
+///
+/// ```
+/// # escapement::Runtime::new().unwrap().block_on(async {
+/// escapement::task::yield_now().await;
+/// # });
+/// ```
+pub async fn yield_now() {
+    YieldNow { yielded: false }.await
+}
+
+struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}

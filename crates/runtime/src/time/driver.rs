@@ -1,0 +1,485 @@
+//! The timer driver: the wheel behind its lock, and the protocol between the threads that
+//! register, reset, cancel and fire timers.
+//!
+//! # Threads
+//!
+//! Worker 0 owns the driver. Each turn it checks, without the lock, whether the earliest
+//! deadline (`next_due`) has come, and if so fires what is due. When it has nothing to run it
+//! parks on its next expiry: it records under the lock the tick it sleeps toward
+//! (`sleeping_until`), then blocks in `mio::Poll` with that timeout. Any thread may register,
+//! reset or cancel a timer; a registration earlier than `sleeping_until` wakes worker 0
+//! through its `mio::Waker`, and is the only timer operation that makes a syscall.
+//!
+//! # A timer entry
+//!
+//! An entry lives inside its future (`Sleep`), pinned, so timers cost no allocation. Its
+//! node is linked into the wheel; its shared half (`TimerShared`) holds an atomic `state`
+//! and an `AtomicWaker`.
+//!
+//! | state      | meaning                                      | set by                          |
+//! |------------|----------------------------------------------|---------------------------------|
+//! | tick `t`   | armed; fires at `t` (the true deadline)      | owner: lock, or CAS to extend   |
+//! | `FIRING`   | the driver claimed it and is taking its waker | driver, under the lock          |
+//! | `FIRED`    | done; the driver will not touch it again      | driver, under the lock, last    |
+//! | `SHUTDOWN` | the driver shut down                          | driver, under the lock, last    |
+//!
+//! Who touches what:
+//!
+//! - The node's links: only under the driver lock (the wheel's `unsafe` contract).
+//! - `state`: the driver moves it only under the lock. The owner writes a tick under the lock
+//!   when it registers or moves the timer earlier, and without the lock when it moves the
+//!   deadline later: a CAS from the armed tick to the later one, which fails if the driver
+//!   claimed the entry first. The node then stays linked at the earlier tick; when that tick
+//!   comes the driver finds a later `state` and links the node again there, so a reset to a
+//!   later deadline never takes the lock.
+//! - The waker: the owner registers before it checks `state`; the driver sets `FIRING`
+//!   before it takes the waker. Either the owner sees `FIRING`/`FIRED` or the driver takes
+//!   the new waker, so no wake is lost. Wakers are collected under the lock and woken after
+//!   it is released, at most [`WAKE_BATCH`] at a time, so a waker may drop or create timers.
+//! - Freeing the entry: the owner may free it without the lock only once it reads `FIRED` or
+//!   `SHUTDOWN`, which the driver stores after its last access; in any other state the drop
+//!   takes the lock, which the driver holds for as long as it touches the entry.
+//!
+//! # Ticks
+//!
+//! Tick `n` is `origin + n * tick`. A deadline is rounded up to a tick and the driver fires
+//! at the tick the clock has reached, rounded down, so a timer never fires before its
+//! deadline.
+
+use std::fmt;
+use std::pin::Pin;
+use std::ptr::NonNull;
+use std::task::Waker;
+use std::time::Duration;
+
+use escapement_wheel::{IntrusiveWheel, Node};
+
+use super::clock::Clock;
+use super::park::DriverUnparker;
+use super::Instant;
+use crate::loom::{AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::sync::AtomicWaker;
+
+/// The entry's owner may free it without the lock: the driver is done with it.
+pub(crate) const FIRED: u64 = u64::MAX;
+/// The driver shut down; the entry will never fire.
+pub(crate) const SHUTDOWN: u64 = u64::MAX - 1;
+/// The driver holds the lock and is taking the entry's waker.
+pub(crate) const FIRING: u64 = u64::MAX - 2;
+/// The largest tick a timer can be armed for: later deadlines are clamped here (centuries
+/// away at any resolution) and never fire.
+pub(crate) const MAX_TICK: u64 = u64::MAX - 3;
+
+/// `sleeping_until` while worker 0 is not parked: no registration needs to wake it.
+const AWAKE: u64 = 0;
+/// `next_due` when no timer is pending.
+const NEVER: u64 = u64::MAX;
+
+/// Wakers woken per batch, after the lock is released.
+pub(crate) const WAKE_BATCH: usize = 32;
+
+/// The part of a timer entry the driver shares with its owner.
+pub(crate) struct TimerShared {
+    pub(crate) state: AtomicU64,
+    pub(crate) waker: AtomicWaker,
+}
+
+impl TimerShared {
+    pub(crate) fn new() -> TimerShared {
+        TimerShared {
+            state: AtomicU64::new(FIRED),
+            waker: AtomicWaker::new(),
+        }
+    }
+}
+
+impl fmt::Debug for TimerShared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimerShared")
+            .field("state", &self.state.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The outcome of registering a timer.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Registered {
+    /// Linked into the wheel.
+    Pending,
+    /// Its tick has already passed; it is `FIRED`.
+    Elapsed,
+    /// The driver has shut down; it is `SHUTDOWN`.
+    Shutdown,
+}
+
+pub(crate) struct Driver {
+    inner: Mutex<Inner>,
+    /// The earliest tick at which something may be due, or `NEVER`; written under the lock,
+    /// read without it to decide whether a turn needs the lock at all. It may be early (a
+    /// cancelled timer leaves it behind), never late.
+    next_due: AtomicU64,
+    clock: Clock,
+    /// The instant of tick zero.
+    origin: std::time::Instant,
+    /// Nanoseconds per tick.
+    tick_ns: u64,
+    unparker: DriverUnparker,
+    /// The runtime's active threads, as `crate::park` counts them: when this is zero on a
+    /// paused clock with timers pending, the clock jumps to the next one.
+    active: AtomicUsize,
+}
+
+struct Inner {
+    wheel: IntrusiveWheel<TimerShared>,
+    /// The tick worker 0 is parked toward, `NEVER` for no timeout, or `AWAKE`.
+    sleeping_until: u64,
+    shutdown: bool,
+}
+
+/// Wakers gathered under the lock, woken after it is released.
+struct WakeList {
+    wakers: [Option<Waker>; WAKE_BATCH],
+    len: usize,
+}
+
+impl WakeList {
+    fn new() -> WakeList {
+        WakeList {
+            wakers: [const { None }; WAKE_BATCH],
+            len: 0,
+        }
+    }
+
+    fn is_full(&self) -> bool {
+        self.len == WAKE_BATCH
+    }
+
+    fn push(&mut self, waker: Option<Waker>) {
+        if let Some(waker) = waker {
+            self.wakers[self.len] = Some(waker);
+            self.len += 1;
+        }
+    }
+
+    fn wake_all(&mut self) {
+        for slot in &mut self.wakers[..self.len] {
+            if let Some(waker) = slot.take() {
+                waker.wake();
+            }
+        }
+        self.len = 0;
+    }
+}
+
+impl Driver {
+    /// A driver for a runtime whose `workers` threads start out active.
+    pub(crate) fn new(
+        clock: Clock,
+        origin: std::time::Instant,
+        tick: Duration,
+        unparker: DriverUnparker,
+        workers: usize,
+    ) -> Driver {
+        Driver {
+            inner: Mutex::new(Inner {
+                wheel: IntrusiveWheel::new(),
+                sleeping_until: AWAKE,
+                shutdown: false,
+            }),
+            next_due: AtomicU64::new(NEVER),
+            clock,
+            origin,
+            tick_ns: u64::try_from(tick.as_nanos()).unwrap_or(u64::MAX).max(1),
+            unparker,
+            active: AtomicUsize::new(workers),
+        }
+    }
+
+    pub(crate) fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// The tick length.
+    pub(crate) fn tick(&self) -> Duration {
+        Duration::from_nanos(self.tick_ns)
+    }
+
+    /// The tick the clock has reached, rounded down.
+    pub(crate) fn now_tick(&self) -> u64 {
+        self.floor_tick(self.clock.now())
+    }
+
+    pub(crate) fn floor_tick(&self, at: Instant) -> u64 {
+        let since = at
+            .into_std()
+            .saturating_duration_since(self.origin)
+            .as_nanos();
+        u64::try_from(since / u128::from(self.tick_ns))
+            .unwrap_or(MAX_TICK)
+            .min(MAX_TICK)
+    }
+
+    /// The tick of a deadline, rounded up, at most [`MAX_TICK`].
+    pub(crate) fn deadline_tick(&self, deadline: Instant) -> u64 {
+        let since = deadline
+            .into_std()
+            .saturating_duration_since(self.origin)
+            .as_nanos();
+        u64::try_from(since.div_ceil(u128::from(self.tick_ns)))
+            .unwrap_or(MAX_TICK)
+            .min(MAX_TICK)
+    }
+
+    /// The instant a tick starts.
+    pub(crate) fn tick_instant(&self, tick: u64) -> Instant {
+        let nanos = u128::from(tick) * u128::from(self.tick_ns);
+        let secs = u64::try_from(nanos / 1_000_000_000).unwrap_or(u64::MAX);
+        let offset = Duration::new(secs, (nanos % 1_000_000_000) as u32);
+        Instant::from_std(self.origin).saturating_add(offset)
+    }
+
+    /// Registers an entry whose waker is already stored: links it at `tick`, or marks it
+    /// fired if that tick has passed. Wakes worker 0 if it sleeps toward a later tick.
+    pub(crate) fn register(&self, node: Pin<&Node<TimerShared>>, tick: u64) -> Registered {
+        let shared = node.value();
+        let mut inner = self.inner.lock();
+        if inner.shutdown {
+            shared.state.store(SHUTDOWN, Ordering::Release);
+            return Registered::Shutdown;
+        }
+        if tick <= inner.wheel.now() {
+            shared.state.store(FIRED, Ordering::Release);
+            return Registered::Elapsed;
+        }
+        // Relaxed: the state is read by the driver under this lock, and by the owner, which
+        // is this thread.
+        shared.state.store(tick, Ordering::Relaxed);
+        // SAFETY: the entry's owner keeps the node pinned and alive until it is unlinked (its
+        // drop takes this lock and unlinks it), and only ever links it into this driver's
+        // wheel.
+        unsafe { inner.wheel.insert(node, tick) };
+        self.link_done(inner, tick);
+        Registered::Pending
+    }
+
+    /// Moves an entry to `tick` under the lock (an earlier deadline, or re-arming a fired
+    /// one). A tick already passed fires it at once, waking its waker.
+    pub(crate) fn reregister(&self, node: Pin<&Node<TimerShared>>, tick: u64) {
+        let shared = node.value();
+        let mut inner = self.inner.lock();
+        // SAFETY: as in `register`.
+        unsafe { inner.wheel.remove(node) };
+        if inner.shutdown {
+            shared.state.store(SHUTDOWN, Ordering::Release);
+            return;
+        }
+        if tick <= inner.wheel.now() {
+            shared.state.store(FIRING, Ordering::Release);
+            let waker = shared.waker.take();
+            shared.state.store(FIRED, Ordering::Release);
+            drop(inner);
+            if let Some(waker) = waker {
+                waker.wake();
+            }
+            return;
+        }
+        shared.state.store(tick, Ordering::Release);
+        // SAFETY: as in `register`.
+        unsafe { inner.wheel.insert(node, tick) };
+        self.link_done(inner, tick);
+    }
+
+    /// After linking a node at `tick`: lowers `next_due`, and wakes worker 0 if it sleeps
+    /// toward a later tick. Releases the lock before the syscall.
+    fn link_done(&self, mut inner: crate::loom::MutexGuard<'_, Inner>, tick: u64) {
+        if tick < self.next_due.load(Ordering::Relaxed) {
+            self.next_due.store(tick, Ordering::Relaxed);
+        }
+        let wake = tick < inner.sleeping_until;
+        if wake {
+            inner.sleeping_until = AWAKE;
+        }
+        drop(inner);
+        if wake {
+            self.unparker.unpark(self);
+        }
+    }
+
+    /// Unlinks an entry (its owner is dropping it).
+    pub(crate) fn cancel(&self, node: Pin<&Node<TimerShared>>) {
+        let mut inner = self.inner.lock();
+        // SAFETY: as in `register`.
+        unsafe { inner.wheel.remove(node) };
+    }
+
+    /// Fires what is due, if the earliest deadline has come; cheap when it has not.
+    pub(crate) fn maybe_process(&self) -> bool {
+        let next = self.next_due.load(Ordering::Relaxed);
+        if next == NEVER {
+            return false;
+        }
+        let now = self.now_tick();
+        now >= next && self.process(now) > 0
+    }
+
+    /// Fires every timer due at or before tick `now`; returns how many fired.
+    pub(crate) fn process(&self, now: u64) -> usize {
+        let mut fired = 0;
+        let mut wakers = WakeList::new();
+        loop {
+            let mut inner = self.inner.lock();
+            inner.sleeping_until = AWAKE;
+            let mut done = false;
+            while !wakers.is_full() {
+                let Some((node, _)) = inner.wheel.poll(now) else {
+                    done = true;
+                    break;
+                };
+                if let Some(waker) = self.fire_or_relink(&mut inner, node, now) {
+                    fired += 1;
+                    wakers.push(waker);
+                }
+            }
+            let next = inner.wheel.next_expiration().unwrap_or(NEVER);
+            self.next_due.store(next, Ordering::Relaxed);
+            drop(inner);
+            wakers.wake_all();
+            if done {
+                return fired;
+            }
+        }
+    }
+
+    /// A node the wheel handed out at `now`: fire it, or, if its owner moved the deadline
+    /// later, link it again there. Returns `Some(waker)` when it fired.
+    fn fire_or_relink(
+        &self,
+        inner: &mut Inner,
+        node: NonNull<Node<TimerShared>>,
+        now: u64,
+    ) -> Option<Option<Waker>> {
+        // SAFETY: a linked node is alive (the owner unlinks it under the lock before freeing
+        // it, and we hold the lock); `poll` just unlinked it.
+        let node = unsafe { Pin::new_unchecked(node.as_ref()) };
+        let shared = node.value();
+        // Acquire pairs with the owner's CAS that extended the deadline.
+        let mut state = shared.state.load(Ordering::Acquire);
+        loop {
+            debug_assert!(state <= MAX_TICK, "a linked entry is armed");
+            if state > now {
+                // SAFETY: as in `register`.
+                unsafe { inner.wheel.insert(node, state) };
+                return None;
+            }
+            match shared
+                .state
+                .compare_exchange(state, FIRING, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => break,
+                Err(actual) => state = actual,
+            }
+        }
+        let waker = shared.waker.take();
+        // Release: the last access to the entry; its owner may free it once it reads this.
+        shared.state.store(FIRED, Ordering::Release);
+        Some(waker)
+    }
+
+    /// Worker 0 is about to park: records the tick it will sleep toward and returns how long
+    /// to sleep (`None`: until unparked). `Some(ZERO)` means something is due already.
+    pub(crate) fn prepare_park(&self) -> Option<Duration> {
+        let mut inner = self.inner.lock();
+        let next = inner.wheel.next_expiration();
+        inner.sleeping_until = next.unwrap_or(NEVER);
+        let next = next?;
+        if self.clock.is_paused() {
+            return None;
+        }
+        let now = self.clock.now();
+        Some(self.tick_instant(next).saturating_duration_since(now))
+    }
+
+    /// Worker 0 woke up.
+    pub(crate) fn unparked(&self) {
+        self.inner.lock().sleeping_until = AWAKE;
+    }
+
+    /// Wakes worker 0 if it is parked.
+    pub(crate) fn unpark(&self) {
+        self.unparker.unpark(self);
+    }
+
+    /// A thread of the runtime became active (see `crate::park`).
+    pub(crate) fn activate(&self) {
+        self.active.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A thread of the runtime became idle. The last one of a paused runtime with timers
+    /// pending nudges worker 0 to advance the clock.
+    pub(crate) fn deactivate(&self) {
+        if self.active.fetch_sub(1, Ordering::SeqCst) == 1 && self.should_auto_advance() {
+            self.unparker.nudge();
+        }
+    }
+
+    /// Whether the clock is paused, every thread idle, and a timer pending: time may jump.
+    pub(crate) fn should_auto_advance(&self) -> bool {
+        self.active.load(Ordering::SeqCst) == 0
+            && self.next_due.load(Ordering::Relaxed) != NEVER
+            && self.clock.is_paused()
+    }
+
+    /// Worker 0, about to park, with `active` threads counted active (itself included):
+    /// if the clock is paused and no other thread is active, moves the clock to the next
+    /// timer and fires what is due. Returns whether it did.
+    pub(crate) fn try_auto_advance(&self, active: usize) -> bool {
+        if self.active.load(Ordering::SeqCst) != active || !self.clock.is_paused() {
+            return false;
+        }
+        let Some(next) = self.inner.lock().wheel.next_expiration() else {
+            return false;
+        };
+        if self.clock.advance_to(self.tick_instant(next)).is_err() {
+            return false;
+        }
+        self.process(next);
+        true
+    }
+
+    /// Shuts the driver down: every pending timer is unlinked, marked `SHUTDOWN`, and woken,
+    /// and later registrations are refused.
+    pub(crate) fn shutdown(&self) {
+        let mut wakers = WakeList::new();
+        loop {
+            let mut inner = self.inner.lock();
+            inner.shutdown = true;
+            let mut done = false;
+            while !wakers.is_full() {
+                let Some((node, _)) = inner.wheel.poll(u64::MAX) else {
+                    done = true;
+                    break;
+                };
+                // SAFETY: as in `fire_or_relink`.
+                let shared = unsafe { node.as_ref() }.value();
+                shared.state.store(FIRING, Ordering::Release);
+                wakers.push(shared.waker.take());
+                shared.state.store(SHUTDOWN, Ordering::Release);
+            }
+            self.next_due.store(NEVER, Ordering::Relaxed);
+            drop(inner);
+            wakers.wake_all();
+            if done {
+                return;
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Driver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Driver")
+            .field("tick", &self.tick())
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,148 @@
+//! [`TimerEntry`]: the owner's side of a timer, embedded in a future.
+//!
+//! The driver's design note (`driver.rs`) gives the entry's states and who moves them. This
+//! side registers lazily, on the first poll; checks `state` after registering its waker;
+//! moves the deadline later with a CAS and without the lock; and frees the entry without the
+//! lock only once it reads `FIRED` or `SHUTDOWN`.
+
+use std::fmt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use escapement_wheel::Node;
+use pin_project_lite::pin_project;
+
+use super::driver::{Driver, Registered, TimerShared, FIRED, FIRING, MAX_TICK, SHUTDOWN};
+use super::Instant;
+use crate::loom::{Arc, Ordering};
+
+pin_project! {
+    /// One timer: the driver it belongs to, its deadline, and its wheel node.
+    pub(crate) struct TimerEntry {
+        driver: Arc<Driver>,
+        deadline: Instant,
+        // Whether the driver knows the node since it was last armed: its `state` is then
+        // meaningful, and dropping the entry may need the lock. Only the owner reads it.
+        registered: bool,
+        #[pin]
+        node: Node<TimerShared>,
+    }
+
+    impl PinnedDrop for TimerEntry {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if !*this.registered {
+                return;
+            }
+            let node = this.node.into_ref();
+            // Acquire pairs with the driver's Release store of its last access.
+            let state = node.value().state.load(Ordering::Acquire);
+            if state != FIRED && state != SHUTDOWN {
+                this.driver.cancel(node);
+            }
+        }
+    }
+}
+
+impl TimerEntry {
+    pub(crate) fn new(driver: Arc<Driver>, deadline: Instant) -> TimerEntry {
+        TimerEntry {
+            driver,
+            deadline,
+            registered: false,
+            node: Node::new(TimerShared::new()),
+        }
+    }
+
+    pub(crate) fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Whether the timer has fired (as the driver or a poll saw it).
+    pub(crate) fn is_elapsed(&self) -> bool {
+        self.registered
+            && matches!(
+                self.node.value().state.load(Ordering::Acquire),
+                FIRING | FIRED
+            )
+    }
+
+    /// Completes once the deadline has passed; registers on the first poll.
+    ///
+    /// # Panics
+    ///
+    /// If the runtime the timer belongs to has shut down.
+    #[track_caller]
+    pub(crate) fn poll_elapsed(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.project();
+        let node = this.node.into_ref();
+        let shared = node.value();
+        // The waker goes in before `state` is read (or the node is linked), so a fire that
+        // follows is sure to find it.
+        shared.waker.register(cx.waker());
+        if !*this.registered {
+            *this.registered = true;
+            let tick = this.driver.deadline_tick(*this.deadline);
+            return match this.driver.register(node, tick) {
+                Registered::Pending => Poll::Pending,
+                Registered::Elapsed => Poll::Ready(()),
+                Registered::Shutdown => shutdown_panic(),
+            };
+        }
+        // Acquire pairs with the driver's stores of `FIRING` and `FIRED`.
+        match shared.state.load(Ordering::Acquire) {
+            FIRING | FIRED => Poll::Ready(()),
+            SHUTDOWN => shutdown_panic(),
+            _ => Poll::Pending,
+        }
+    }
+
+    /// Moves the deadline. With `reregister`, the timer is armed for it at once (and a waker
+    /// registered earlier is woken then); without, a timer that already fired is armed only
+    /// at its next poll.
+    pub(crate) fn reset(self: Pin<&mut Self>, deadline: Instant, reregister: bool) {
+        let this = self.project();
+        *this.deadline = deadline;
+        if !*this.registered {
+            return;
+        }
+        let node = this.node.into_ref();
+        let shared = node.value();
+        let tick = this.driver.deadline_tick(deadline);
+        let state = shared.state.load(Ordering::Acquire);
+        if state <= MAX_TICK && tick >= state {
+            // Later than the armed tick: the node may stay where it is. The CAS fails if the
+            // driver claimed the entry meanwhile; AcqRel pairs with its Acquire load.
+            if shared
+                .state
+                .compare_exchange(state, tick, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return;
+            }
+        }
+        let state = shared.state.load(Ordering::Acquire);
+        if !reregister && state == FIRED {
+            *this.registered = false;
+            return;
+        }
+        if state == SHUTDOWN {
+            return;
+        }
+        this.driver.reregister(node, tick);
+    }
+}
+
+#[track_caller]
+fn shutdown_panic() -> ! {
+    panic!("a timer was polled after the escapement runtime that created it shut down");
+}
+
+impl fmt::Debug for TimerEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimerEntry")
+            .field("deadline", &self.deadline)
+            .field("registered", &self.registered)
+            .finish_non_exhaustive()
+    }
+}

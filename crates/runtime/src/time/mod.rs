@@ -1,0 +1,25 @@
+//! Timers: [`sleep`], [`timeout`] and [`interval`], with the names and meanings of
+//! `tokio::time`.
+//!
+//! Every timer is an entry in worker 0's timing wheel (see the `escapement-wheel` crate):
+//! embedded in its future, so creating one allocates nothing, registered at its first poll,
+//! and unlinked in O(1) when dropped. A timer fires at or after its deadline, rounded up to
+//! the runtime's tick (1 ms by default), never before.
+
+pub(crate) mod clock;
+pub(crate) mod driver;
+mod entry;
+pub mod error;
+mod instant;
+mod interval;
+pub(crate) mod park;
+mod pause;
+mod sleep;
+mod timeout;
+
+pub use instant::Instant;
+pub use interval::{interval, interval_at, Interval, MissedTickBehavior};
+pub use pause::{advance, pause, resume, Advance};
+pub use sleep::{sleep, sleep_until, Sleep};
+pub use std::time::Duration;
+pub use timeout::{timeout, timeout_at, Timeout};

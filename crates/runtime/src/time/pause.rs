@@ -1,0 +1,143 @@
+//! Deterministic time for tests: [`pause`], [`resume`] and [`advance`].
+//!
+//! A paused clock moves only when told to, by [`advance`], or by itself when the runtime is
+//! idle: once every worker, every `block_on` thread and every blocking section the runtime
+//! knows of is idle and a timer is pending, worker 0 moves the clock straight to that timer
+//! and fires it (auto-advance; the accounting is in `crate::park`). A test of a day-long
+//! sleep finishes at once, and the same program observes the same instants on every run.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use super::clock::ClockError;
+use crate::runtime::Handle;
+
+/// Pauses the current runtime's clock.
+///
+/// From now on [`Instant::now`](crate::time::Instant::now) inside the runtime returns the
+/// paused time, timers fire only as [`advance`] or auto-advance move it, and the clock stays
+/// put until [`resume`]. The clock freezes at its current reading rounded up to the next
+/// timer tick, so durations that are whole ticks line up exactly.
+///
+/// Works on the multi-threaded runtime with any number of workers.
+///
+/// # Examples
+///
+/// ```
+/// use escapement::time::{self, Duration, Instant};
+///
+/// # escapement::Runtime::new().unwrap().block_on(async {
+/// time::pause();
+/// let start = Instant::now();
+/// time::sleep(Duration::from_secs(3600)).await; // auto-advance: returns at once
+/// assert_eq!(start.elapsed(), Duration::from_secs(3600));
+/// time::resume();
+/// # });
+/// ```
+///
+/// # Panics
+///
+/// If the clock is already paused, or if called outside a runtime.
+#[track_caller]
+pub fn pause() {
+    let handle = Handle::current_for("escapement::time::pause");
+    if let Err(ClockError::AlreadyPaused) = handle.driver().clock().pause() {
+        panic!("escapement::time::pause: the clock is already paused");
+    }
+}
+
+/// Lets the current runtime's paused clock run again, from the time it shows.
+///
+/// # Panics
+///
+/// If the clock is not paused, or if called outside a runtime.
+#[track_caller]
+pub fn resume() {
+    let handle = Handle::current_for("escapement::time::resume");
+    if let Err(ClockError::NotPaused) = handle.driver().clock().resume() {
+        panic!("escapement::time::resume: the clock is not paused");
+    }
+    // Worker 0 may be parked with no timeout while the clock was paused.
+    handle.driver().unpark();
+}
+
+/// Moves the current runtime's paused clock forward by exactly `duration`.
+///
+/// When the returned future completes, the clock reads exactly `duration` later (to the
+/// nanosecond), and every timer due at or before that time (its deadline rounded up to the
+/// tick) has fired and its task has been woken. The clock moves when the future is first
+/// polled.
+///
+/// # Examples
+///
+/// ```
+/// use escapement::time::{self, Duration, Instant};
+///
+/// let rt = escapement::Builder::new().start_paused(true).build().unwrap();
+/// rt.block_on(async {
+///     let start = Instant::now();
+///     time::advance(Duration::from_millis(1_500)).await;
+///     assert_eq!(Instant::now() - start, Duration::from_millis(1_500));
+/// });
+/// ```
+///
+/// # Panics
+///
+/// If the clock is not paused, or if called outside a runtime. Both are checked when
+/// `advance` is called, not when it is polled.
+#[track_caller]
+pub fn advance(duration: Duration) -> Advance {
+    let handle = Handle::current_for("escapement::time::advance");
+    assert!(
+        handle.driver().clock().is_paused(),
+        "escapement::time::advance: the clock is not paused (call time::pause first, \
+         or build the runtime with start_paused)"
+    );
+    Advance {
+        handle: Some(handle),
+        duration,
+    }
+}
+
+/// The future of [`advance`].
+///
+/// # Cancel safety
+///
+/// Dropping it before its first poll leaves the clock where it was; once polled it has
+/// already moved the clock and fired the timers.
+#[must_use = "the clock moves only when the future is polled"]
+pub struct Advance {
+    handle: Option<Handle>,
+    duration: Duration,
+}
+
+impl Future for Advance {
+    type Output = ();
+
+    #[track_caller]
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
+        let Some(handle) = self.handle.take() else {
+            return Poll::Ready(());
+        };
+        let driver = handle.driver();
+        let now = match driver.clock().advance(self.duration) {
+            Ok(now) => now,
+            Err(_) => {
+                panic!("escapement::time::advance: the clock was resumed before the advance ran")
+            }
+        };
+        driver.process(driver.floor_tick(now));
+        Poll::Ready(())
+    }
+}
+
+impl fmt::Debug for Advance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Advance")
+            .field("duration", &self.duration)
+            .finish_non_exhaustive()
+    }
+}

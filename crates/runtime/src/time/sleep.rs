@@ -1,0 +1,163 @@
+//! [`Sleep`], [`sleep`] and [`sleep_until`].
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use pin_project_lite::pin_project;
+
+use super::entry::TimerEntry;
+use super::Instant;
+use crate::runtime::Handle;
+
+/// Waits until `duration` has elapsed.
+///
+/// The timer fires at or after `now + duration`, rounded up to the runtime's timer tick
+/// (1 ms by default); never before. A huge duration (up to `Duration::MAX`) waits
+/// "forever": the deadline saturates about a century ahead instead of overflowing.
+///
+/// The sleep registers with the runtime's timer driver when it is first polled, not when it
+/// is created, and allocates nothing.
+///
+/// # Examples
+///
+/// ```
+/// use escapement::time::{sleep, Duration, Instant};
+///
+/// # escapement::Runtime::new().unwrap().block_on(async {
+/// let start = Instant::now();
+/// sleep(Duration::from_millis(10)).await;
+/// assert!(start.elapsed() >= Duration::from_millis(10));
+/// # });
+/// ```
+///
+/// # Panics
+///
+/// If called outside an escapement runtime (outside `block_on`, a spawned task, or a
+/// [`Handle::enter`] guard).
+///
+/// # Cancel safety
+///
+/// Dropping the `Sleep` before it completes cancels the timer (an O(1) unlink).
+#[track_caller]
+pub fn sleep(duration: Duration) -> Sleep {
+    let handle = Handle::current_for("escapement::time::sleep");
+    let deadline = handle.driver().clock().now().saturating_add(duration);
+    Sleep::with_handle(&handle, deadline)
+}
+
+/// Waits until `deadline`.
+///
+/// A deadline in the past completes at the first poll.
+///
+/// # Examples
+///
+/// ```
+/// use escapement::time::{sleep_until, Duration, Instant};
+///
+/// # escapement::Runtime::new().unwrap().block_on(async {
+/// let deadline = Instant::now() + Duration::from_millis(5);
+/// sleep_until(deadline).await;
+/// assert!(Instant::now() >= deadline);
+/// # });
+/// ```
+///
+/// # Panics
+///
+/// If called outside an escapement runtime.
+///
+/// # Cancel safety
+///
+/// Dropping the `Sleep` early cancels the timer.
+#[track_caller]
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    let handle = Handle::current_for("escapement::time::sleep_until");
+    Sleep::with_handle(&handle, deadline)
+}
+
+pin_project! {
+    /// The future of [`sleep`] and [`sleep_until`].
+    ///
+    /// It belongs to the runtime it was created in, and may be polled from any thread or
+    /// runtime while that runtime lives.
+    ///
+    /// # Panics
+    ///
+    /// Polling it after its runtime has shut down panics: the runtime's timers are gone, and
+    /// completing early would break the guarantee that a timer never fires before its
+    /// deadline. (Pending sleeps are woken at shutdown, so a task awaiting one is not left
+    /// hanging; in a runtime that is shutting down, such tasks are cancelled anyway.)
+    ///
+    /// # Cancel safety
+    ///
+    /// Dropping it cancels the timer.
+    #[must_use = "futures do nothing unless you `.await` or poll them"]
+    pub struct Sleep {
+        #[pin]
+        entry: TimerEntry,
+    }
+}
+
+impl Sleep {
+    pub(crate) fn with_handle(handle: &Handle, deadline: Instant) -> Sleep {
+        Sleep {
+            entry: TimerEntry::new(handle.driver_arc(), deadline),
+        }
+    }
+
+    /// The instant the sleep completes at (before rounding up to the tick).
+    pub fn deadline(&self) -> Instant {
+        self.entry.deadline()
+    }
+
+    /// Whether the timer has fired.
+    pub fn is_elapsed(&self) -> bool {
+        self.entry.is_elapsed()
+    }
+
+    /// Moves the deadline, before or after the sleep completed. A deadline in the past
+    /// completes at the next poll. Moving the deadline later than it was does not take the
+    /// driver's lock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::pin::pin;
+    /// use escapement::time::{sleep, Duration, Instant};
+    ///
+    /// # escapement::Runtime::new().unwrap().block_on(async {
+    /// let mut delay = pin!(sleep(Duration::from_secs(3600)));
+    /// delay.as_mut().reset(Instant::now() + Duration::from_millis(1));
+    /// delay.await;
+    /// # });
+    /// ```
+    pub fn reset(self: Pin<&mut Self>, deadline: Instant) {
+        self.project().entry.reset(deadline, true);
+    }
+
+    /// Moves the deadline without arming the timer: a sleep that has fired is armed again at
+    /// its next poll, so no waker is woken before then.
+    pub(crate) fn reset_without_reregister(self: Pin<&mut Self>, deadline: Instant) {
+        self.project().entry.reset(deadline, false);
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    #[track_caller]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.project().entry.poll_elapsed(cx)
+    }
+}
+
+impl fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sleep")
+            .field("deadline", &self.deadline())
+            .field("elapsed", &self.is_elapsed())
+            .finish()
+    }
+}
