@@ -60,10 +60,9 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
     /// Links `h`, which must not be linked, to fire at `deadline`.
     #[inline]
     pub(crate) fn insert<A: Arena<Handle = H>>(&mut self, arena: &mut A, h: H, deadline: u64) {
-        let header = arena.header_mut(h);
-        debug_assert!(!header.linked, "inserting a node that is already linked");
-        header.deadline = deadline;
-        header.linked = true;
+        debug_assert!(!arena.is_linked(h), "inserting a node that is already linked");
+        arena.header_mut(h).deadline = deadline;
+        arena.set_linked(h, true);
         self.len += 1;
         self.place(arena, h, deadline);
     }
@@ -71,11 +70,18 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
     /// Unlinks `h` if it is linked; returns whether it was.
     #[inline]
     pub(crate) fn remove<A: Arena<Handle = H>>(&mut self, arena: &mut A, h: H) -> bool {
-        let header = arena.header(h);
-        if !header.linked {
+        if !arena.is_linked(h) {
             return false;
         }
-        let deadline = header.deadline;
+        self.unlink(arena, h);
+        true
+    }
+
+    /// Unlinks `h`, which the caller knows is linked.
+    #[inline]
+    pub(crate) fn unlink<A: Arena<Handle = H>>(&mut self, arena: &mut A, h: H) {
+        debug_assert!(arena.is_linked(h), "unlinking a node that is not linked");
+        let deadline = arena.header(h).deadline;
         if deadline <= self.now {
             self.due.unlink(arena, h);
         } else {
@@ -84,9 +90,8 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
                 self.occupied &= !(1 << level);
             }
         }
-        arena.header_mut(h).linked = false;
+        arena.set_linked(h, false);
         self.len -= 1;
-        true
     }
 
     /// The tick of the next event: the earliest due deadline, or else the start of the first
@@ -106,7 +111,7 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
     pub(crate) fn poll<A: Arena<Handle = H>>(&mut self, arena: &mut A, now: u64) -> Option<H> {
         loop {
             if let Some(h) = self.due.pop_front(arena) {
-                arena.header_mut(h).linked = false;
+                arena.set_linked(h, false);
                 self.len -= 1;
                 return Some(h);
             }
@@ -148,7 +153,7 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
             let header = arena.header_mut(h);
             cursor = header.next.take();
             header.prev = None;
-            header.linked = false;
+            arena.set_linked(h, false);
             f(arena, h);
         }
     }
@@ -269,8 +274,8 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
         let mut prev = None;
         let mut cursor = list.head;
         while let Some(h) = cursor {
+            assert!(arena.is_linked(h), "{h:?} in a {what} is not marked linked");
             let header = arena.header(h);
-            assert!(header.linked, "{h:?} in a {what} is not marked linked");
             assert_eq!(
                 header.prev, prev,
                 "{h:?} has a broken back link in a {what}"

@@ -34,9 +34,15 @@ use crate::list::{Arena, Header};
 /// The node is `!Unpin`: once pinned (inside a future, say) it can be linked into a wheel by
 /// address.
 pub struct Node<T> {
-    header: UnsafeCell<Header<NonNull<Node<T>>>>,
+    links: UnsafeCell<Links<T>>,
     value: T,
     _pinned: PhantomPinned,
+}
+
+/// What the wheel keeps in a node.
+struct Links<T> {
+    header: Header<NonNull<Node<T>>>,
+    linked: bool,
 }
 
 // SAFETY: the header is only read or written through the wheel the node is linked into (the
@@ -49,7 +55,10 @@ impl<T> Node<T> {
     /// An unlinked node holding `value`.
     pub const fn new(value: T) -> Self {
         Node {
-            header: UnsafeCell::new(Header::new()),
+            links: UnsafeCell::new(Links {
+                header: Header::new(),
+                linked: false,
+            }),
             value,
             _pinned: PhantomPinned,
         }
@@ -72,23 +81,46 @@ impl<T: fmt::Debug> fmt::Debug for Node<T> {
 /// The arena of an intrusive wheel: a handle is the node's address.
 struct Nodes<T>(PhantomData<fn() -> T>);
 
+impl<T> Nodes<T> {
+    /// The wheel's part of a node.
+    #[inline]
+    fn links(&self, h: NonNull<Node<T>>) -> &Links<T> {
+        // SAFETY: a handle reaches the arena only while its node is linked into this wheel or
+        // being linked by an `unsafe` method, so the node is alive and pinned (contract, 1);
+        // links are only touched through the wheel, and the borrow of the arena ends
+        // before any other borrow of this node's links.
+        unsafe { &*(*h.as_ptr()).links.get() }
+    }
+
+    #[inline]
+    fn links_mut(&mut self, h: NonNull<Node<T>>) -> &mut Links<T> {
+        // SAFETY: as in `links`; `&mut self` stands for `&mut` of the wheel, so no other
+        // reference to these links exists.
+        unsafe { &mut *(*h.as_ptr()).links.get() }
+    }
+}
+
 impl<T> Arena for Nodes<T> {
     type Handle = NonNull<Node<T>>;
 
     #[inline]
     fn header(&self, h: NonNull<Node<T>>) -> &Header<NonNull<Node<T>>> {
-        // SAFETY: a handle reaches the arena only while its node is linked into this wheel or
-        // being linked by an `unsafe` method, so the node is alive and pinned (contract, 1);
-        // headers are only touched through the wheel, and the borrow of the arena ends
-        // before any other header of this node is borrowed.
-        unsafe { &*(*h.as_ptr()).header.get() }
+        &self.links(h).header
     }
 
     #[inline]
     fn header_mut(&mut self, h: NonNull<Node<T>>) -> &mut Header<NonNull<Node<T>>> {
-        // SAFETY: as in `header`; `&mut self` stands for `&mut` of the wheel, so no other
-        // reference to this header exists.
-        unsafe { &mut *(*h.as_ptr()).header.get() }
+        &mut self.links_mut(h).header
+    }
+
+    #[inline]
+    fn is_linked(&self, h: NonNull<Node<T>>) -> bool {
+        self.links(h).linked
+    }
+
+    #[inline]
+    fn set_linked(&mut self, h: NonNull<Node<T>>, linked: bool) {
+        self.links_mut(h).linked = linked;
     }
 }
 
@@ -180,8 +212,8 @@ impl<T> IntrusiveWheel<T> {
     /// `node` is unlinked or linked into this wheel.
     #[inline]
     pub unsafe fn deadline(&self, node: Pin<&Node<T>>) -> Option<u64> {
-        let header = Nodes(PhantomData).header(NonNull::from(node.get_ref()));
-        header.linked.then_some(header.deadline)
+        let links = Nodes(PhantomData).links(NonNull::from(node.get_ref()));
+        links.linked.then_some(links.header.deadline)
     }
 
     /// The tick at which the next poll can make progress; see

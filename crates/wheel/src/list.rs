@@ -18,9 +18,16 @@ pub(crate) trait Arena {
 
     /// The header of the node `h` names, for writing.
     fn header_mut(&mut self, h: Self::Handle) -> &mut Header<Self::Handle>;
+
+    /// Whether the node is in one of the wheel's lists. Kept apart from the header, which
+    /// list walks touch, because only inserts and removals need it.
+    fn is_linked(&self, h: Self::Handle) -> bool;
+
+    /// Records whether the node is in one of the wheel's lists.
+    fn set_linked(&mut self, h: Self::Handle, linked: bool);
 }
 
-/// The part of a node the wheel owns: its links, its deadline and whether it is linked.
+/// The part of a node that list walks touch: its links and its deadline.
 #[derive(Debug, Clone)]
 pub(crate) struct Header<H> {
     /// The previous node in the node's list.
@@ -30,8 +37,6 @@ pub(crate) struct Header<H> {
     /// The tick the node is due at. Together with the wheel's current tick it says which list
     /// the node is in, so the node does not store its position.
     pub(crate) deadline: u64,
-    /// Whether the node is in one of the wheel's lists.
-    pub(crate) linked: bool,
 }
 
 impl<H> Header<H> {
@@ -41,7 +46,6 @@ impl<H> Header<H> {
             prev: None,
             next: None,
             deadline: 0,
-            linked: false,
         }
     }
 }
@@ -67,9 +71,16 @@ impl<H: Copy + Eq + fmt::Debug> List<H> {
     }
 
     /// Links `h` at the back of the list.
+    #[inline]
     pub(crate) fn push_back<A: Arena<Handle = H>>(&mut self, arena: &mut A, h: H) {
-        let tail = self.tail;
-        self.insert_after(arena, tail, h);
+        let header = arena.header_mut(h);
+        header.prev = self.tail;
+        header.next = None;
+        match self.tail {
+            Some(tail) => arena.header_mut(tail).next = Some(h),
+            None => self.head = Some(h),
+        }
+        self.tail = Some(h);
     }
 
     /// Links `h` right after `after`, or at the front when `after` is `None`.
@@ -97,6 +108,7 @@ impl<H: Copy + Eq + fmt::Debug> List<H> {
     }
 
     /// Unlinks `h`, which must be in this list, in O(1).
+    #[inline]
     pub(crate) fn unlink<A: Arena<Handle = H>>(&mut self, arena: &mut A, h: H) {
         let header = arena.header_mut(h);
         let (prev, next) = (header.prev.take(), header.next.take());

@@ -4,6 +4,9 @@
 //! generation, bumped every time the node is freed, makes the keys of freed nodes stale. A
 //! node whose generation would wrap is retired rather than reused, so a stale key can never
 //! match again.
+//!
+//! What the wheel touches on every operation (links, deadline, generation, linked flag) sits in
+//! one compact array; the values, touched only when a timer is added or leaves, in another.
 
 use std::num::NonZeroU32;
 
@@ -13,15 +16,20 @@ use crate::list::{Arena, Header};
 /// A slab index plus one, so `Option<Index>` costs no more than an index.
 pub(crate) type Index = NonZeroU32;
 
-struct Slot<T> {
+/// The part of a slot the wheel works with: 24 bytes.
+struct Hot {
     header: Header<Index>,
     generation: u32,
-    /// `Some` while the slot holds a timer.
-    value: Option<T>,
+    /// Whether the slot holds a timer.
+    occupied: bool,
+    /// Whether the timer is in one of the wheel's lists (always, between operations).
+    linked: bool,
 }
 
 pub(crate) struct Slab<T> {
-    slots: Vec<Slot<T>>,
+    hot: Vec<Hot>,
+    /// `Some` exactly while the slot is occupied.
+    values: Vec<Option<T>>,
     /// Freed slots, chained through their headers' `next` links.
     free: Option<Index>,
 }
@@ -29,14 +37,16 @@ pub(crate) struct Slab<T> {
 impl<T> Slab<T> {
     pub(crate) const fn new() -> Self {
         Slab {
-            slots: Vec::new(),
+            hot: Vec::new(),
+            values: Vec::new(),
             free: None,
         }
     }
 
     pub(crate) fn with_capacity(capacity: usize) -> Self {
         Slab {
-            slots: Vec::with_capacity(capacity),
+            hot: Vec::with_capacity(capacity),
+            values: Vec::with_capacity(capacity),
             free: None,
         }
     }
@@ -50,48 +60,54 @@ impl<T> Slab<T> {
     pub(crate) fn alloc(&mut self, value: T) -> (Index, TimerKey) {
         let index = match self.free {
             Some(index) => {
-                let slot = &mut self.slots[slot_of(index)];
-                self.free = slot.header.next.take();
-                slot.value = Some(value);
+                let hot = &mut self.hot[slot_of(index)];
+                self.free = hot.header.next.take();
+                hot.occupied = true;
+                self.values[slot_of(index)] = Some(value);
                 index
             }
             None => {
-                let index = u32::try_from(self.slots.len() + 1)
+                let index = u32::try_from(self.hot.len() + 1)
                     .ok()
                     .and_then(NonZeroU32::new)
                     .filter(|i| i.get() < u32::MAX)
                     .expect("a keyed wheel holds at most u32::MAX - 1 timers");
-                self.slots.push(Slot {
+                self.hot.push(Hot {
                     header: Header::new(),
                     generation: 0,
-                    value: Some(value),
+                    occupied: true,
+                    linked: false,
                 });
+                self.values.push(Some(value));
                 index
             }
         };
         (index, self.key(index))
     }
 
-    /// Takes the value out of an occupied slot and makes every key to it stale.
+    /// Takes the value out of an occupied, unlinked slot and makes every key to it stale.
     #[inline]
     pub(crate) fn free(&mut self, index: Index) -> T {
-        let slot = &mut self.slots[slot_of(index)];
-        let value = slot.value.take().expect("freeing an empty slot");
-        slot.header.prev = None;
-        if slot.generation < u32::MAX {
-            slot.generation += 1;
-            slot.header.next = self.free;
+        let hot = &mut self.hot[slot_of(index)];
+        debug_assert!(hot.occupied, "freeing an empty slot");
+        hot.occupied = false;
+        // Unlinking cleared the links; a retired slot stays off the free list for good.
+        if hot.generation < u32::MAX {
+            hot.generation += 1;
+            hot.header.next = self.free;
             self.free = Some(index);
         }
-        value
+        self.values[slot_of(index)]
+            .take()
+            .expect("an occupied slot holds a value")
     }
 
     /// The index `key` names, if its timer is still in the slab.
     #[inline]
     pub(crate) fn lookup(&self, key: TimerKey) -> Option<Index> {
         let index = NonZeroU32::new(key.index)?;
-        let slot = self.slots.get(slot_of(index))?;
-        (slot.generation == key.generation && slot.value.is_some()).then_some(index)
+        let hot = self.hot.get(slot_of(index))?;
+        (hot.generation == key.generation && hot.occupied).then_some(index)
     }
 
     /// The current key of an occupied slot.
@@ -99,7 +115,7 @@ impl<T> Slab<T> {
     pub(crate) fn key(&self, index: Index) -> TimerKey {
         TimerKey {
             index: index.get(),
-            generation: self.slots[slot_of(index)].generation,
+            generation: self.hot[slot_of(index)].generation,
         }
     }
 }
@@ -113,11 +129,21 @@ impl<T> Arena for Slab<T> {
 
     #[inline]
     fn header(&self, h: Index) -> &Header<Index> {
-        &self.slots[slot_of(h)].header
+        &self.hot[slot_of(h)].header
     }
 
     #[inline]
     fn header_mut(&mut self, h: Index) -> &mut Header<Index> {
-        &mut self.slots[slot_of(h)].header
+        &mut self.hot[slot_of(h)].header
+    }
+
+    #[inline]
+    fn is_linked(&self, h: Index) -> bool {
+        self.hot[slot_of(h)].linked
+    }
+
+    #[inline]
+    fn set_linked(&mut self, h: Index, linked: bool) {
+        self.hot[slot_of(h)].linked = linked;
     }
 }

@@ -84,7 +84,8 @@ impl<T> Wheel<T> {
     #[inline]
     pub fn remove(&mut self, key: TimerKey) -> Option<T> {
         let index = self.slab.lookup(key)?;
-        self.hierarchy.remove(&mut self.slab, index);
+        // A timer in the slab is always linked.
+        self.hierarchy.unlink(&mut self.slab, index);
         Some(self.slab.free(index))
     }
 
@@ -97,7 +98,7 @@ impl<T> Wheel<T> {
         let Some(index) = self.slab.lookup(key) else {
             return false;
         };
-        self.hierarchy.remove(&mut self.slab, index);
+        self.hierarchy.unlink(&mut self.slab, index);
         self.hierarchy.insert(&mut self.slab, index, deadline);
         true
     }
