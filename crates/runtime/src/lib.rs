@@ -27,6 +27,9 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod loom;
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_api;
 mod park;
 mod runtime;
 mod scheduler;

@@ -21,6 +21,16 @@ mod imp {
     pub(crate) use std::thread;
     pub(crate) use std::thread_local;
 
+    /// The number of CPUs the process may use, at least one.
+    pub(crate) fn available_parallelism() -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+
+    /// Whether a thread has finished running.
+    pub(crate) fn is_finished<T>(thread: &thread::JoinHandle<T>) -> bool {
+        thread.is_finished()
+    }
+
     /// A mutual-exclusion lock: `parking_lot`'s, which is small and fast when uncontended.
     pub(crate) type Mutex<T> = parking_lot::Mutex<T>;
     /// A guard of [`Mutex`].
@@ -87,6 +97,16 @@ mod imp {
     pub(crate) use loom::sync::Arc;
     pub(crate) use loom::thread;
     pub(crate) use loom::thread_local;
+
+    /// A fixed two: loom models are small.
+    pub(crate) fn available_parallelism() -> usize {
+        2
+    }
+
+    /// loom cannot tell; models always wait for their threads.
+    pub(crate) fn is_finished<T>(_thread: &thread::JoinHandle<T>) -> bool {
+        false
+    }
 
     /// loom's mutex with `parking_lot`'s signature.
     #[derive(Debug)]

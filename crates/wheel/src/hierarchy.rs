@@ -25,7 +25,8 @@ pub(crate) struct Hierarchy<H> {
     len: usize,
     /// Bit `L` is set exactly when level `L` holds a node.
     occupied: u16,
-    levels: [Level<H>; LEVELS],
+    /// On the heap: eleven levels of 64 lists are a few kilobytes, too much to move around.
+    levels: Box<[Level<H>; LEVELS]>,
     /// Nodes whose deadline is at or before `now`, sorted by deadline, ties in the order they
     /// were linked.
     due: List<H>,
@@ -34,12 +35,13 @@ pub(crate) struct Hierarchy<H> {
 }
 
 impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
-    pub(crate) const fn new(now: u64) -> Self {
+    pub(crate) fn new(now: u64) -> Self {
+        let levels: Box<[Level<H>]> = (0..LEVELS).map(|_| Level::new()).collect();
         Hierarchy {
             now,
             len: 0,
             occupied: 0,
-            levels: [const { Level::new() }; LEVELS],
+            levels: levels.try_into().unwrap_or_else(|_| unreachable!("LEVELS levels")),
             due: List::new(),
             cascades: 0,
         }
@@ -136,7 +138,7 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
     ) {
         let due = self.due.take();
         Self::release(arena, due, &mut f);
-        for level in &mut self.levels {
+        for level in self.levels.iter_mut() {
             while let Some(slot) = level.first_occupied() {
                 let (list, _) = level.take(slot);
                 Self::release(arena, list, &mut f);

@@ -158,7 +158,7 @@ unsafe impl<T: Sync> Sync for IntrusiveWheel<T> {}
 
 impl<T> IntrusiveWheel<T> {
     /// An empty wheel whose current tick is 0.
-    pub const fn new() -> Self {
+    pub fn new() -> Self {
         IntrusiveWheel {
             hierarchy: Hierarchy::new(0),
         }

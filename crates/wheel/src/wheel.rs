@@ -35,7 +35,7 @@ pub struct Wheel<T> {
 
 impl<T> Wheel<T> {
     /// An empty wheel whose current tick is 0.
-    pub const fn new() -> Self {
+    pub fn new() -> Self {
         Wheel {
             hierarchy: Hierarchy::new(0),
             slab: Slab::new(),

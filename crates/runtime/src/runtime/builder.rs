@@ -92,7 +92,7 @@ impl Builder {
     pub fn build(&mut self) -> io::Result<Runtime> {
         let workers = self
             .worker_threads
-            .unwrap_or_else(|| thread::available_parallelism().map_or(1, |n| n.get()));
+            .unwrap_or_else(crate::loom::available_parallelism);
         let tick = DEFAULT_TICK;
         let origin = std::time::Instant::now();
         let (driver_parker, driver_unparker) = DriverParker::new()?;

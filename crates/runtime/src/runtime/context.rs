@@ -6,9 +6,11 @@ use super::Handle;
 use crate::loom::thread_local;
 
 thread_local! {
-    static CURRENT: RefCell<Option<Handle>> = const { RefCell::new(None) };
+    #[allow(clippy::missing_const_for_thread_local)] // loom's macro takes no `const` block
+    static CURRENT: RefCell<Option<Handle>> = RefCell::new(None);
     /// Set while the thread runs `block_on`, so a nested one is refused.
-    static BLOCKING: Cell<bool> = const { Cell::new(false) };
+    #[allow(clippy::missing_const_for_thread_local)] // loom's macro takes no `const` block
+    static BLOCKING: Cell<bool> = Cell::new(false);
 }
 
 /// Runs `f` with the current runtime's handle, if the thread is in one.

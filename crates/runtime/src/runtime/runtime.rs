@@ -132,7 +132,7 @@ impl Runtime {
         };
         let all_exited = shared.wait_for_workers(timeout);
         for thread in std::mem::take(&mut self.threads) {
-            if all_exited || thread.is_finished() {
+            if all_exited || crate::loom::is_finished(&thread) {
                 let _ = thread.join();
             }
         }

@@ -21,6 +21,8 @@ mod imp {
     pub(crate) enum Steal<T> {
         Empty,
         Success(T),
+        /// Never produced here; kept so code matching on crossbeam's `Steal` compiles.
+        #[allow(dead_code)]
         Retry,
     }
 
@@ -78,9 +80,6 @@ mod imp {
         }
         pub(crate) fn stealer(&self) -> Stealer<T> {
             Stealer(self.0.clone())
-        }
-        pub(crate) fn is_empty(&self) -> bool {
-            self.0.lock().is_empty()
         }
     }
 

@@ -26,7 +26,8 @@ type Task = Notified<Handle>;
 
 thread_local! {
     /// The local queue of the worker running on this thread, if any.
-    static LOCAL: RefCell<Option<WorkerLocal>> = const { RefCell::new(None) };
+    #[allow(clippy::missing_const_for_thread_local)] // loom's macro takes no `const` block
+    static LOCAL: RefCell<Option<WorkerLocal>> = RefCell::new(None);
 }
 
 struct WorkerLocal {

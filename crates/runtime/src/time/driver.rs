@@ -82,6 +82,11 @@ pub(crate) const WAKE_BATCH: usize = 32;
 pub(crate) struct TimerShared {
     pub(crate) state: AtomicU64,
     pub(crate) waker: AtomicWaker,
+    /// Under loom only: the driver reads this cell whenever it touches the entry, and the
+    /// owner writes it as the entry dies, so loom reports any access that is not ordered
+    /// before the entry's end: a use after free.
+    #[cfg(loom)]
+    alive: crate::loom::UnsafeCell<()>,
 }
 
 impl TimerShared {
@@ -89,7 +94,24 @@ impl TimerShared {
         TimerShared {
             state: AtomicU64::new(FIRED),
             waker: AtomicWaker::new(),
+            #[cfg(loom)]
+            alive: crate::loom::UnsafeCell::new(()),
         }
+    }
+
+    /// The driver touched the entry; called after its last access before it publishes
+    /// `FIRED` or `SHUTDOWN` (checked under loom).
+    #[inline]
+    pub(crate) fn touched(&self) {
+        #[cfg(loom)]
+        self.alive.with(|_| ());
+    }
+
+    /// The owner is done with the entry; nothing may touch it afterwards (checked under loom).
+    #[inline]
+    pub(crate) fn dying(&self) {
+        #[cfg(loom)]
+        self.alive.with_mut(|_| ());
     }
 }
 
@@ -380,6 +402,7 @@ impl Driver {
             }
         }
         let waker = shared.waker.take();
+        shared.touched();
         // Release: the last access to the entry; its owner may free it once it reads this.
         shared.state.store(FIRED, Ordering::Release);
         Some(waker)
@@ -446,6 +469,12 @@ impl Driver {
         true
     }
 
+    /// Timers linked into the wheel.
+    #[cfg(loom)]
+    pub(crate) fn pending(&self) -> usize {
+        self.inner.lock().wheel.len()
+    }
+
     /// Shuts the driver down: every pending timer is unlinked, marked `SHUTDOWN`, and woken,
     /// and later registrations are refused.
     pub(crate) fn shutdown(&self) {
@@ -463,6 +492,7 @@ impl Driver {
                 let shared = unsafe { node.as_ref() }.value();
                 shared.state.store(FIRING, Ordering::Release);
                 wakers.push(shared.waker.take());
+                shared.touched();
                 shared.state.store(SHUTDOWN, Ordering::Release);
             }
             self.next_due.store(NEVER, Ordering::Relaxed);

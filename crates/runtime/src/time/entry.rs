@@ -40,6 +40,7 @@ pin_project! {
             if state != FIRED && state != SHUTDOWN {
                 this.driver.cancel(node);
             }
+            node.value().dying();
         }
     }
 }
@@ -56,6 +57,12 @@ impl TimerEntry {
 
     pub(crate) fn deadline(&self) -> Instant {
         self.deadline
+    }
+
+    /// The driver the timer belongs to.
+    #[cfg(loom)]
+    pub(crate) fn driver_ref(&self) -> &Driver {
+        &self.driver
     }
 
     /// Whether the timer has fired (as the driver or a poll saw it).

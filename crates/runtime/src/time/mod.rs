@@ -8,7 +8,7 @@
 
 pub(crate) mod clock;
 pub(crate) mod driver;
-mod entry;
+pub(crate) mod entry;
 pub mod error;
 mod instant;
 mod interval;

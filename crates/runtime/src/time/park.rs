@@ -1,5 +1,6 @@
 //! How worker 0 sleeps until its next timer or an unpark: a `mio::Poll` and its
-//! `mio::Waker`, or under loom a condvar (loom has no time, so timeouts are ignored).
+//! `mio::Waker`, or under loom a condvar (loom has no time: a park of at most an hour
+//! returns at once, a longer one waits to be woken).
 //!
 //! It follows the park state and activity protocol of `crate::park`, plus a *nudge*: a wake
 //! that carries no activity count, which the driver sends when the last active thread of a
@@ -32,6 +33,10 @@ pub(crate) struct DriverUnparker {
     #[cfg(loom)]
     raw: Arc<LoomWake>,
 }
+
+/// Under loom, the longest park that returns at once (see `DriverParker::block`).
+#[cfg(loom)]
+const LOOM_SHORT_PARK: Duration = Duration::from_secs(3600);
 
 /// The token of the waker in worker 0's poll.
 #[cfg(not(loom))]
@@ -86,9 +91,11 @@ impl DriverParker {
             // An error here (EINTR) is a spurious wakeup: the caller re-checks everything.
             let _ = self.poll.poll(&mut self.events, timeout);
         }
+        // loom has no time. A park of at most an hour stands for "wakes when its timer is
+        // due", which the model lets happen at once; a longer or untimed one waits for an
+        // unpark or a nudge, so a model whose wakeup is lost deadlocks.
         #[cfg(loom)]
-        {
-            let _ = timeout;
+        if timeout.is_none_or(|t| t > LOOM_SHORT_PARK) {
             self.raw.wait();
         }
     }

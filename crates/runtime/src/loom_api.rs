@@ -1,0 +1,268 @@
+//! The runtime's internals, opened up for the loom models in `loom-tests/`. This module
+//! exists only in builds with `--cfg loom`; it wraps crate-private types in a small public
+//! API and adds no behaviour of its own.
+
+#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use crate::loom::{Arc, Mutex};
+use crate::park;
+use crate::task::list::OwnedTasks;
+use crate::task::{Notified, Schedule, Task};
+use crate::time::clock::Clock;
+use crate::time::driver;
+use crate::time::entry::TimerEntry;
+use crate::time::park::DriverParker;
+use crate::JoinHandle;
+
+/// A timer driver with 1 ms ticks, as worker 0 of a one-worker runtime sees it.
+#[derive(Clone)]
+pub struct Driver {
+    inner: Arc<driver::Driver>,
+}
+
+/// Worker 0's side: the parker it sleeps on.
+pub struct Worker0 {
+    parker: DriverParker,
+    driver: Arc<driver::Driver>,
+}
+
+impl Driver {
+    /// A driver whose clock is paused (its time moves only by auto-advance), or running (a
+    /// model then uses ticks far in the future, so the system clock never reaches them).
+    pub fn new(paused: bool) -> (Driver, Worker0) {
+        let origin = std::time::Instant::now();
+        let tick = Duration::from_millis(1);
+        let (parker, unparker) = DriverParker::new().expect("the loom parker cannot fail");
+        let clock = Clock::new(origin, tick, paused);
+        let inner = Arc::new(driver::Driver::new(clock, origin, tick, unparker, 1));
+        (
+            Driver { inner: inner.clone() },
+            Worker0 {
+                parker,
+                driver: inner,
+            },
+        )
+    }
+
+    /// A timer due at `tick`, not yet registered (it registers at its first poll).
+    pub fn timer(&self, tick: u64) -> Timer {
+        Timer {
+            entry: Box::pin(TimerEntry::new(self.inner.clone(), self.inner.tick_instant(tick))),
+        }
+    }
+
+    /// Fires everything due at or before `tick`; returns how many fired.
+    pub fn process(&self, tick: u64) -> usize {
+        self.inner.process(tick)
+    }
+
+    pub fn shutdown(&self) {
+        self.inner.shutdown();
+    }
+
+    /// Timers linked into the wheel.
+    pub fn pending(&self) -> usize {
+        self.inner.pending()
+    }
+
+    /// A thread of the runtime becomes active or idle (the auto-advance accounting).
+    pub fn activate(&self) {
+        self.inner.activate();
+    }
+
+    pub fn deactivate(&self) {
+        self.inner.deactivate();
+    }
+
+    /// The clock, in ticks.
+    pub fn now_tick(&self) -> u64 {
+        self.inner.now_tick()
+    }
+}
+
+impl Worker0 {
+    /// Worker 0's park step: record the tick it sleeps toward, then block (a timed park
+    /// returns at once under loom; an untimed one waits for an unpark). Returns the timeout
+    /// it parked with.
+    pub fn park(&mut self) -> Option<Duration> {
+        let timeout = self.driver.prepare_park();
+        if timeout != Some(Duration::ZERO) {
+            self.parker.park(&self.driver, timeout);
+        }
+        self.driver.unparked();
+        timeout
+    }
+
+    /// Worker 0's auto-advance attempt when it is the only active thread.
+    pub fn try_auto_advance(&self) -> bool {
+        self.driver.try_auto_advance(1)
+    }
+}
+
+/// What a timer's poll said.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum TimerPoll {
+    Pending,
+    Ready,
+    /// The driver had shut down (the public `Sleep` panics here).
+    Shutdown,
+}
+
+/// A timer entry, as `Sleep` holds it.
+pub struct Timer {
+    entry: Pin<Box<TimerEntry>>,
+}
+
+impl Timer {
+    pub fn poll(&mut self, waker: &Waker) -> TimerPoll {
+        let mut cx = Context::from_waker(waker);
+        let entry = self.entry.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| entry.poll_elapsed(&mut cx))) {
+            Ok(Poll::Ready(())) => TimerPoll::Ready,
+            Ok(Poll::Pending) => TimerPoll::Pending,
+            Err(_) => TimerPoll::Shutdown,
+        }
+    }
+
+    /// `Sleep::reset` to `tick`.
+    pub fn reset(&mut self, tick: u64) {
+        let deadline = self.entry.driver_ref().tick_instant(tick);
+        self.entry.as_mut().reset(deadline, true);
+    }
+
+    pub fn is_elapsed(&self) -> bool {
+        self.entry.is_elapsed()
+    }
+}
+
+/// A task list and a run queue, standing in for the scheduler.
+#[derive(Clone)]
+pub struct Tasks {
+    shared: Arc<TasksShared>,
+}
+
+pub struct TasksShared {
+    owned: OwnedTasks<Tasks>,
+    queue: Mutex<VecDeque<Notified<Tasks>>>,
+}
+
+impl Tasks {
+    pub fn new() -> Tasks {
+        Tasks {
+            shared: Arc::new(TasksShared {
+                owned: OwnedTasks::new(1),
+                queue: Mutex::new(VecDeque::new()),
+            }),
+        }
+    }
+
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (join, notified) = self.shared.owned.bind(future, self.clone());
+        if let Some(notified) = notified {
+            self.schedule(notified);
+        }
+        join
+    }
+
+    /// Runs the next queued task; returns whether there was one.
+    pub fn run_one(&self) -> bool {
+        let next = self.shared.queue.lock().pop_front();
+        match next {
+            Some(task) => {
+                task.run();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Cancels every task, as runtime shutdown does, and drops what is queued.
+    pub fn shutdown(&self) {
+        self.shared.owned.close_and_shutdown_all();
+        let queued: Vec<_> = self.shared.queue.lock().drain(..).collect();
+        drop(queued);
+    }
+}
+
+impl Schedule for Tasks {
+    fn schedule(&self, task: Notified<Tasks>) {
+        self.shared.queue.lock().push_back(task);
+    }
+
+    fn release(&self, task: &Task<Tasks>) -> Option<Task<Tasks>> {
+        self.shared.owned.remove(task)
+    }
+}
+
+/// A condvar parker with the activity accounting, as workers other than worker 0 use.
+pub struct Parker(park::Parker);
+
+/// Wakes a [`Parker`].
+#[derive(Clone)]
+pub struct Unparker(park::Unparker);
+
+impl Parker {
+    pub fn new(driver: &Driver) -> (Parker, Unparker) {
+        let parker = park::Parker::new(driver.inner.clone());
+        let unparker = parker.unparker();
+        (Parker(parker), Unparker(unparker))
+    }
+
+    pub fn park(&self) {
+        self.0.park();
+    }
+}
+
+impl Unparker {
+    pub fn unpark(&self) {
+        self.0.unpark();
+    }
+}
+
+/// The scheduler's sleep/notify bookkeeping.
+pub struct Idle(crate::scheduler::Idle);
+
+impl Idle {
+    pub fn new(workers: usize) -> Idle {
+        Idle(crate::scheduler::Idle::new(workers))
+    }
+
+    pub fn worker_to_notify(&self) -> Option<usize> {
+        self.0.worker_to_notify()
+    }
+
+    pub fn transition_to_sleeping(&self, worker: usize, searching: bool) {
+        self.0.transition_to_sleeping(worker, searching);
+    }
+
+    pub fn transition_from_sleeping(&self, worker: usize) -> bool {
+        self.0.transition_from_sleeping(worker)
+    }
+}
+
+/// The waker slot of a timer.
+pub struct AtomicWaker(crate::sync::AtomicWaker);
+
+impl AtomicWaker {
+    pub fn new() -> AtomicWaker {
+        AtomicWaker(crate::sync::AtomicWaker::new())
+    }
+
+    pub fn register(&self, waker: &Waker) {
+        self.0.register(waker);
+    }
+
+    pub fn take(&self) -> Option<Waker> {
+        self.0.take()
+    }
+}

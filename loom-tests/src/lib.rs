@@ -1,0 +1,66 @@
+//! Loom models of escapement's concurrent protocols.
+//!
+//! Every model is a test in `tests/`, built only with `--cfg loom`, over the real runtime
+//! code (the runtime takes its primitives from its loom facade; `escapement::loom_api`
+//! exposes the internals the models drive). Run them with:
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 \
+//!     cargo test -p escapement-loom-tests --release --target-dir target/loom
+//! ```
+//!
+//! This library holds what the models share: a waker that counts its wakes.
+
+#[cfg(loom)]
+pub use waker::{counting_waker, Wakes};
+
+#[cfg(loom)]
+mod waker {
+    use std::task::{RawWaker, RawWakerVTable, Waker};
+
+    use loom::sync::atomic::{AtomicUsize, Ordering};
+    use loom::sync::Arc;
+
+    /// How many times a [`counting_waker`] was woken.
+    #[derive(Clone, Debug)]
+    pub struct Wakes(Arc<AtomicUsize>);
+
+    impl Wakes {
+        pub fn count(&self) -> usize {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+
+    /// A waker that counts its wakes, and the counter.
+    pub fn counting_waker() -> (Waker, Wakes) {
+        let counter = Arc::new(AtomicUsize::new(0));
+        let raw = RawWaker::new(Arc::into_raw(counter.clone()).cast(), &VTABLE);
+        // SAFETY: the vtable treats the pointer as an `Arc<AtomicUsize>` holding one count,
+        // which `into_raw` gave it.
+        (unsafe { Waker::from_raw(raw) }, Wakes(counter))
+    }
+
+    static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, drop_waker);
+
+    unsafe fn clone(ptr: *const ()) -> RawWaker {
+        // SAFETY: the waker holds a count.
+        unsafe { Arc::increment_strong_count(ptr.cast::<AtomicUsize>()) };
+        RawWaker::new(ptr, &VTABLE)
+    }
+
+    unsafe fn wake(ptr: *const ()) {
+        // SAFETY: the waker's count passes to this `Arc`.
+        let counter = unsafe { Arc::from_raw(ptr.cast::<AtomicUsize>()) };
+        counter.fetch_add(1, Ordering::SeqCst);
+    }
+
+    unsafe fn wake_by_ref(ptr: *const ()) {
+        // SAFETY: the waker holds a count; the pointer is valid while it lives.
+        unsafe { &*ptr.cast::<AtomicUsize>() }.fetch_add(1, Ordering::SeqCst);
+    }
+
+    unsafe fn drop_waker(ptr: *const ()) {
+        // SAFETY: the waker's count is released here.
+        drop(unsafe { Arc::from_raw(ptr.cast::<AtomicUsize>()) });
+    }
+}

@@ -1,0 +1,45 @@
+//! Model 4: a thread registers a timer earlier than anything worker 0 knows of while worker 0
+//! decides to park. Worker 0 must not sleep past it: either it saw the timer and parked with
+//! a timeout for it, or the registration woke it.
+//!
+//! loom has no time, so the runtime's loom build lets a park of at most an hour return at
+//! once (it stands for "wakes when the timer is due") and makes a longer or untimed park wait
+//! to be woken: a lost wakeup then shows as a deadlock.
+#![cfg(loom)]
+
+use escapement::loom_api::{Driver, TimerPoll};
+use escapement_loom_tests::counting_waker;
+use loom::thread;
+
+/// Ten minutes in 1 ms ticks: a timed park toward it returns at once under loom.
+const SOON: u64 = 600_000;
+/// Twenty-three days in ticks: a park toward it waits to be woken under loom.
+const FAR: u64 = 2_000_000_000;
+
+#[test]
+fn registration_racing_worker0_parking_with_no_timers() {
+    loom::model(|| {
+        let (driver, mut worker0) = Driver::new(false);
+        let parked = thread::spawn(move || worker0.park());
+
+        let mut timer = driver.timer(SOON);
+        let (waker, _) = counting_waker();
+        assert_eq!(timer.poll(&waker), TimerPoll::Pending);
+        parked.join().unwrap();
+    });
+}
+
+#[test]
+fn an_earlier_registration_wakes_worker0_sleeping_toward_a_later_timer() {
+    loom::model(|| {
+        let (driver, mut worker0) = Driver::new(false);
+        let (waker, _) = counting_waker();
+        let mut later = driver.timer(FAR);
+        assert_eq!(later.poll(&waker), TimerPoll::Pending);
+
+        let parked = thread::spawn(move || worker0.park());
+        let mut earlier = driver.timer(SOON);
+        assert_eq!(earlier.poll(&waker), TimerPoll::Pending);
+        parked.join().unwrap();
+    });
+}

@@ -1,0 +1,51 @@
+//! Model 2: a timer is dropped (cancelled) while worker 0 fires it. Neither side deadlocks,
+//! the waker is woken at most once, nothing is left linked, and the driver never touches the
+//! entry after its drop returns (the runtime's loom build checks that last point: the driver
+//! reads a loom cell of the entry on every access, and the entry writes it as it dies).
+#![cfg(loom)]
+
+use escapement::loom_api::{Driver, TimerPoll};
+use escapement_loom_tests::counting_waker;
+use loom::thread;
+
+#[test]
+fn drop_racing_fire() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(true);
+        let mut timer = driver.timer(5);
+        let (waker, wakes) = counting_waker();
+        assert_eq!(timer.poll(&waker), TimerPoll::Pending);
+
+        let worker0 = {
+            let driver = driver.clone();
+            thread::spawn(move || driver.process(5))
+        };
+        drop(timer);
+        let fired = worker0.join().unwrap();
+
+        assert!(fired <= 1);
+        assert_eq!(wakes.count(), fired, "a fired timer wakes once; a cancelled one never");
+        assert_eq!(driver.pending(), 0, "the dropped timer is not left in the wheel");
+    });
+}
+
+#[test]
+fn drop_of_a_never_polled_timer_racing_fire_of_another() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(true);
+        let mut polled = driver.timer(5);
+        let unpolled = driver.timer(5);
+        let (waker, wakes) = counting_waker();
+        assert_eq!(polled.poll(&waker), TimerPoll::Pending);
+
+        let worker0 = {
+            let driver = driver.clone();
+            thread::spawn(move || driver.process(5))
+        };
+        drop(unpolled);
+        drop(polled);
+        let fired = worker0.join().unwrap();
+        assert_eq!(wakes.count(), fired);
+        assert_eq!(driver.pending(), 0);
+    });
+}

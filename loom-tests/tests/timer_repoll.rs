@@ -1,0 +1,52 @@
+//! Model 1: worker 0 fires a timer while its task polls it again with a new waker. The task
+//! is woken exactly when it must be: if its last poll saw `Pending`, the waker of that poll
+//! is woken; and nothing fires before the deadline.
+#![cfg(loom)]
+
+use escapement::loom_api::{Driver, TimerPoll};
+use escapement_loom_tests::counting_waker;
+use loom::thread;
+
+#[test]
+fn fire_racing_a_repoll_with_a_new_waker_wakes_the_new_waker() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(true);
+        let mut timer = driver.timer(5);
+        let (first, _) = counting_waker();
+        let (second, second_wakes) = counting_waker();
+        assert_eq!(timer.poll(&first), TimerPoll::Pending);
+
+        let worker0 = {
+            let driver = driver.clone();
+            thread::spawn(move || driver.process(5))
+        };
+        let seen = timer.poll(&second);
+        assert_eq!(worker0.join().unwrap(), 1, "the timer fires exactly once");
+
+        if seen == TimerPoll::Pending {
+            assert_eq!(second_wakes.count(), 1, "the waker of the last Pending poll was lost");
+        }
+        assert_eq!(timer.poll(&second), TimerPoll::Ready);
+    });
+}
+
+#[test]
+fn processing_before_the_deadline_neither_fires_nor_wakes() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(true);
+        let mut timer = driver.timer(5);
+        let (first, first_wakes) = counting_waker();
+        let (second, second_wakes) = counting_waker();
+        assert_eq!(timer.poll(&first), TimerPoll::Pending);
+
+        let worker0 = {
+            let driver = driver.clone();
+            thread::spawn(move || driver.process(4))
+        };
+        assert_eq!(timer.poll(&second), TimerPoll::Pending);
+        assert_eq!(worker0.join().unwrap(), 0);
+        assert_eq!(first_wakes.count() + second_wakes.count(), 0, "woken before the deadline");
+        assert_eq!(driver.process(5), 1);
+        assert_eq!(second_wakes.count(), 1);
+    });
+}

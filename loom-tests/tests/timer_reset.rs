@@ -1,0 +1,58 @@
+//! Model 3: the owner resets a timer while worker 0 fires it, to a later deadline (the
+//! lock-free path: a compare-and-swap on the state) and to an earlier one (under the lock).
+//! The timer then fires at its new deadline, never at the old one, and exactly once.
+#![cfg(loom)]
+
+use escapement::loom_api::{Driver, TimerPoll};
+use escapement_loom_tests::counting_waker;
+use loom::thread;
+
+#[test]
+fn reset_later_racing_fire() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(true);
+        let mut timer = driver.timer(5);
+        let (waker, wakes) = counting_waker();
+        assert_eq!(timer.poll(&waker), TimerPoll::Pending);
+
+        let worker0 = {
+            let driver = driver.clone();
+            thread::spawn(move || driver.process(5))
+        };
+        timer.reset(9);
+        worker0.join().unwrap();
+
+        // Whoever won, the timer now waits for tick 9.
+        assert_eq!(timer.poll(&waker), TimerPoll::Pending, "fired at the old deadline");
+        let early = wakes.count();
+        assert_eq!(driver.process(8), 0, "fired before the new deadline");
+        assert_eq!(driver.process(9), 1, "the reset timer fires once, at tick 9");
+        assert_eq!(wakes.count(), early + 1);
+        assert_eq!(timer.poll(&waker), TimerPoll::Ready);
+    });
+}
+
+#[test]
+fn reset_earlier_racing_fire() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(true);
+        let mut timer = driver.timer(9);
+        let (waker, wakes) = counting_waker();
+        assert_eq!(timer.poll(&waker), TimerPoll::Pending);
+
+        let worker0 = {
+            let driver = driver.clone();
+            thread::spawn(move || driver.process(5))
+        };
+        timer.reset(5);
+        let fired_by_worker0 = worker0.join().unwrap();
+
+        // Worker 0 fired it after the reset, or the reset found tick 5 already processed
+        // and fired it at once, or it is still linked at tick 5.
+        let fired_after = driver.process(5);
+        assert!(fired_by_worker0 + fired_after <= 1);
+        assert_eq!(wakes.count(), 1, "fires exactly once, at tick 5");
+        assert_eq!(timer.poll(&waker), TimerPoll::Ready);
+        assert_eq!(driver.process(9), 0, "nothing is left at the old deadline");
+    });
+}
