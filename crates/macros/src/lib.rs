@@ -23,13 +23,15 @@
 //! ```
 //!
 //! - The body's tokens are moved, not re-created, so errors inside it point at the user's
-//!   code. `block_on(body)` carries the span of the body's last token, so a body whose type is
-//!   not the return type is reported there.
+//!   code. `runtime.block_on(body)` is located at the body's last token, so a body whose type
+//!   is not the return type is reported there, beside the declared type.
 //! - `body` and `runtime` are `mixed_site` identifiers: the body cannot name or shadow them.
+//! - Outer attributes stay on the function; inner ones (`#![allow(...)]`) atop its new body.
 //! - Only the arguments given become `Builder` calls, except the test's one worker thread.
-//! - On any error the function is still rewritten (default arguments, parameters dropped) and
-//!   each error is emitted beside it as a `compile_error!` at the offending token, so the
-//!   compiler reports those errors and no cascade of follow-up ones.
+//! - On any error the function is still rewritten (default arguments, parameters and a
+//!   second `#[test]` dropped) and each error is emitted beside it as a `compile_error!` at
+//!   the offending token, so the compiler reports those errors and no cascade of follow-up
+//!   ones. The unit tests in `entry.rs` check this expansion.
 
 use proc_macro::TokenStream;
 

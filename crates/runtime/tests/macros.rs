@@ -107,6 +107,12 @@ async fn a_test_may_return_a_result() -> Result<(), io::Error> {
     Ok(())
 }
 
+#[escapement::test]
+async fn inner_attributes_stay_on_the_function() {
+    #![allow(unused_variables)]
+    let unused = sleep(Duration::from_millis(1)).await;
+}
+
 /// Attributes on the function are kept: this one must panic to pass.
 #[escapement::test]
 #[should_panic(expected = "the body's panic")]
