@@ -30,9 +30,8 @@ impl Entry {
     ///
     /// On errors the output is still the rewritten function, built with the default
     /// arguments, without parameters or a second `#[test]`, plus one `compile_error!` per
-    /// error: the user sees
-    /// only the errors that matter, not a cascade ("`main` function not found", "`main` is
-    /// not allowed to be `async`"), and an IDE still sees the function.
+    /// error: the user sees only the errors that matter, not a cascade ("`main` function not
+    /// found", "`main` is not allowed to be `async`"), and an IDE still sees the function.
     pub(crate) fn expand(self, args: TokenStream, item: TokenStream) -> TokenStream {
         let mut function: ItemFn = match syn::parse2(item.clone()) {
             Ok(function) => function,
