@@ -39,4 +39,131 @@ pub mod time;
 mod util;
 
 pub use runtime::{spawn, Builder, EnterGuard, Handle, Runtime, TryCurrentError};
+
+/// Runs an `async fn` as the program's entry point, on a new multi-threaded runtime.
+///
+/// The function becomes a plain `fn` with the same attributes, visibility, name and return
+/// type. It builds a [`Runtime`] with a [`Builder`], runs the body with
+/// [`Runtime::block_on`] on the calling thread, and drops the runtime when the body returns;
+/// spawned tasks run on the worker threads. The function must be `async` and take no
+/// arguments. It may return anything `main` may, such as `Result<(), E>`, and need not be
+/// named `main` (each call then builds a runtime of its own).
+///
+/// Arguments, comma-separated, in any order, each at most once:
+///
+/// | argument | value | default |
+/// | --- | --- | --- |
+/// | `worker_threads = N` | a positive integer literal: [`Builder::worker_threads`] | one per available CPU, as [`Builder::new`] |
+/// | `start_paused = B` | `true` or `false`: [`Builder::start_paused`] | `false` |
+///
+/// Anything else is a compile error at the offending token: an unknown or repeated argument,
+/// a value of the wrong kind, a function that is not `async` or that takes arguments.
+///
+/// # Examples
+///
+/// ```
+/// use escapement::time::{sleep, Duration};
+///
+/// #[escapement::main]
+/// async fn main() {
+///     sleep(Duration::from_millis(1)).await;
+/// }
+/// ```
+///
+/// With arguments, returning a `Result`:
+///
+/// ```
+/// use std::error::Error;
+/// use escapement::time::{timeout, Duration};
+///
+/// #[escapement::main(worker_threads = 2)]
+/// async fn main() -> Result<(), Box<dyn Error>> {
+///     let task = escapement::spawn(async { 6 * 7 });
+///     let answer = timeout(Duration::from_secs(10), task).await??;
+///     assert_eq!(answer, 42);
+///     Ok(())
+/// }
+/// ```
+///
+/// # Panics
+///
+/// If the runtime cannot be built (see [`Builder::build`]), with the message
+/// `failed to build the escapement runtime`; and if the body panics, with its panic.
+///
+/// # Expansion
+///
+/// `#[escapement::main(worker_threads = 2)] async fn main() -> T { BODY }` becomes
+/// `fn main() -> T`, whose body is, with `body` and `runtime` invisible to `BODY`:
+///
+/// ```text
+/// let body = async { BODY };
+/// let runtime = ::escapement::Builder::new()
+///     .worker_threads(2)
+///     .build()
+///     .expect("failed to build the escapement runtime");
+/// runtime.block_on(body)
+/// ```
+#[doc(inline)]
+pub use escapement_macros::main;
+
+/// Runs an `async fn` as a test, on a new runtime of its own.
+///
+/// Like [`main`](macro@main), plus `#[test]`: the function becomes a plain `#[test] fn`
+/// with the same other attributes (`#[should_panic]`, `#[ignore]`...), visibility, name and
+/// return type, whose body runs with [`Runtime::block_on`] on the test's thread. The
+/// function must be `async`, take no arguments and carry no `#[test]` of its own; it may
+/// return `()` or a `Result`. Each test builds, and then drops, its own runtime.
+///
+/// Arguments, comma-separated, in any order, each at most once:
+///
+/// | argument | value | default |
+/// | --- | --- | --- |
+/// | `worker_threads = N` | a positive integer literal: [`Builder::worker_threads`] | `1`: a small runtime per test |
+/// | `start_paused = B` | `true` or `false`: [`Builder::start_paused`] | `false` |
+///
+/// Anything else is a compile error at the offending token, as for [`main`](macro@main).
+///
+/// # Examples
+///
+/// A test on a paused clock, where a day-long sleep returns at once and time moves by
+/// exactly the day:
+///
+/// ```
+/// use escapement::time::{sleep, Duration, Instant};
+///
+/// #[escapement::test(start_paused = true)]
+/// async fn a_day_passes_at_once() {
+///     let start = Instant::now();
+///     sleep(Duration::from_secs(86_400)).await;
+///     assert_eq!(start.elapsed(), Duration::from_secs(86_400));
+/// }
+/// ```
+///
+/// A test on two worker threads that returns a `Result`:
+///
+/// ```
+/// use escapement::task::JoinError;
+///
+/// #[escapement::test(worker_threads = 2)]
+/// async fn tasks_run_on_the_workers() -> Result<(), JoinError> {
+///     let answer = escapement::spawn(async { 6 * 7 }).await?;
+///     assert_eq!(answer, 42);
+///     Ok(())
+/// }
+/// ```
+///
+/// # Panics
+///
+/// The test fails if the runtime cannot be built (see [`Builder::build`]) or if the body
+/// panics; add `#[should_panic]` to expect the latter.
+///
+/// # Expansion
+///
+/// As for [`main`](macro@main), with `#[::core::prelude::v1::test]` added before the
+/// function's attributes and `.worker_threads(1)` unless told otherwise.
+//
+// Rustdoc builds examples without `--test`, which strips `#[test]` functions: the examples
+// above check that the attribute expands; tests/macros.rs runs the same tests.
+#[doc(inline)]
+pub use escapement_macros::test;
 pub use task::{JoinError, JoinHandle};

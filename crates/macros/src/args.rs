@@ -1,0 +1,180 @@
+//! [`Args`]: the attribute's arguments, `worker_threads = N` and `start_paused = BOOL`.
+
+use proc_macro2::{Ident, Literal, TokenStream};
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::{Expr, ExprLit, Lit, Meta, MetaNameValue, Token};
+
+/// The runtime configuration an attribute asks for; `None` where it names nothing.
+#[derive(Debug, Default)]
+pub(crate) struct Args {
+    /// `worker_threads = N`: `N` as an unsuffixed `usize` literal with the user's span.
+    pub(crate) worker_threads: Option<Literal>,
+    /// `start_paused = BOOL`: `true` or `false` as written, with the user's span.
+    pub(crate) start_paused: Option<Ident>,
+}
+
+impl Args {
+    /// Parses `name = value, ...` in any order.
+    ///
+    /// Every bad argument is reported, not just the first, each error spanned at the
+    /// offending token: an unknown or repeated name at the name, a bad value at the value.
+    pub(crate) fn parse(tokens: TokenStream) -> syn::Result<Args> {
+        let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(tokens)?;
+        let mut args = Args::default();
+        let mut errors: Option<syn::Error> = None;
+        for meta in &metas {
+            if let Err(error) = args.apply(meta) {
+                match &mut errors {
+                    Some(errors) => errors.combine(error),
+                    None => errors = Some(error),
+                }
+            }
+        }
+        match errors {
+            Some(errors) => Err(errors),
+            None => Ok(args),
+        }
+    }
+
+    /// Records one argument.
+    fn apply(&mut self, meta: &Meta) -> syn::Result<()> {
+        let path = meta.path();
+        let name = path
+            .get_ident()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        match name.as_str() {
+            "worker_threads" => {
+                if self.worker_threads.is_some() {
+                    return Err(duplicate(path, &name));
+                }
+                let value = value_of(meta, "worker_threads = 2")?;
+                self.worker_threads = Some(worker_threads(value)?);
+            }
+            "start_paused" => {
+                if self.start_paused.is_some() {
+                    return Err(duplicate(path, &name));
+                }
+                let value = value_of(meta, "start_paused = true")?;
+                self.start_paused = Some(start_paused(value)?);
+            }
+            _ => {
+                let shown = quote::ToTokens::to_token_stream(path).to_string();
+                let message = format!(
+                    "unknown argument `{}`: expected `worker_threads` or `start_paused`",
+                    shown.replace(' ', "")
+                );
+                return Err(syn::Error::new_spanned(path, message));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The error for a name given twice, spanned at its second occurrence.
+fn duplicate(path: &syn::Path, name: &str) -> syn::Error {
+    syn::Error::new_spanned(path, format!("duplicate argument `{name}`"))
+}
+
+/// The value of `name = value`; a bare `name` or `name(...)` is an error.
+fn value_of<'a>(meta: &'a Meta, example: &str) -> syn::Result<&'a Expr> {
+    match meta {
+        Meta::NameValue(MetaNameValue { value, .. }) => Ok(value),
+        Meta::Path(_) | Meta::List(_) => Err(syn::Error::new_spanned(
+            meta,
+            format!("expected a value, as in `{example}`"),
+        )),
+    }
+}
+
+/// `worker_threads`: a positive integer literal that fits a `usize`.
+fn worker_threads(value: &Expr) -> syn::Result<Literal> {
+    let int =
+        match value {
+            // syn reads `-1` as one literal; it is no more a count than `"2"` is.
+            Expr::Lit(ExprLit {
+                lit: Lit::Int(int), ..
+            }) if !int.base10_digits().starts_with('-') => int,
+            _ => return Err(syn::Error::new_spanned(
+                value,
+                "`worker_threads` must be a positive integer literal, as in `worker_threads = 2`",
+            )),
+        };
+    let count: usize = int.base10_parse()?;
+    if count == 0 {
+        return Err(syn::Error::new_spanned(
+            int,
+            "`worker_threads` must be at least 1: a runtime needs a worker thread",
+        ));
+    }
+    let mut literal = Literal::usize_unsuffixed(count);
+    literal.set_span(int.span());
+    Ok(literal)
+}
+
+/// `start_paused`: `true` or `false`.
+fn start_paused(value: &Expr) -> syn::Result<Ident> {
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Bool(flag),
+            ..
+        }) => Ok(flag.token()),
+        _ => Err(syn::Error::new_spanned(
+            value,
+            "`start_paused` must be `true` or `false`",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Args;
+    use quote::quote;
+
+    fn error(tokens: proc_macro2::TokenStream) -> String {
+        Args::parse(tokens).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn parses_both_arguments_in_any_order() {
+        let args = Args::parse(quote!(start_paused = true, worker_threads = 3)).unwrap();
+        assert_eq!(args.worker_threads.unwrap().to_string(), "3");
+        assert_eq!(args.start_paused.unwrap().to_string(), "true");
+
+        let args = Args::parse(quote!(worker_threads = 1usize,)).unwrap();
+        assert_eq!(args.worker_threads.unwrap().to_string(), "1");
+        assert!(args.start_paused.is_none());
+
+        let args = Args::parse(quote!()).unwrap();
+        assert!(args.worker_threads.is_none() && args.start_paused.is_none());
+    }
+
+    #[test]
+    fn rejects_bad_arguments() {
+        assert_eq!(
+            error(quote!(flavor = "current_thread")),
+            "unknown argument `flavor`: expected `worker_threads` or `start_paused`"
+        );
+        assert_eq!(
+            error(quote!(worker_threads = 1, worker_threads = 2)),
+            "duplicate argument `worker_threads`"
+        );
+        assert!(error(quote!(worker_threads = 0)).contains("at least 1"));
+        assert!(error(quote!(worker_threads = "2")).contains("positive integer literal"));
+        assert!(error(quote!(worker_threads = -1)).contains("positive integer literal"));
+        assert!(error(quote!(worker_threads = 1.5)).contains("positive integer literal"));
+        assert!(error(quote!(worker_threads = 99999999999999999999999)).contains("too large"));
+        assert!(error(quote!(worker_threads)).contains("expected a value"));
+        assert!(error(quote!(start_paused = 1)).contains("`true` or `false`"));
+    }
+
+    #[test]
+    fn reports_every_bad_argument() {
+        let errors = Args::parse(quote!(worker_threads = 0, start_paused = "yes"))
+            .unwrap_err()
+            .into_iter()
+            .count();
+        assert_eq!(errors, 2);
+    }
+}

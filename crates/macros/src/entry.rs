@@ -1,0 +1,247 @@
+//! [`Entry`]: checks an `async fn` and rewrites it into a plain `fn` that runs its body on a
+//! new runtime.
+
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{quote, quote_spanned, ToTokens};
+use syn::punctuated::Punctuated;
+use syn::{AttrStyle, Attribute, ItemFn};
+
+use crate::args::Args;
+
+/// Which attribute is expanding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// `#[escapement::main]`: the runtime's size defaults to the `Builder`'s.
+    Main,
+    /// `#[escapement::test]`: adds `#[test]`; one worker thread unless told otherwise.
+    Test,
+}
+
+impl Entry {
+    /// The attribute as the user writes it, for error messages.
+    fn name(self) -> &'static str {
+        match self {
+            Entry::Main => "`#[escapement::main]`",
+            Entry::Test => "`#[escapement::test]`",
+        }
+    }
+
+    /// Expands the attribute `#[name(args)]` on `item`.
+    ///
+    /// On errors the output is still the rewritten function, built with the default
+    /// arguments, without parameters or a second `#[test]`, plus one `compile_error!` per
+    /// error: the user sees only the errors that matter, not a cascade ("`main` function not
+    /// found", "`main` is not allowed to be `async`"), and an IDE still sees the function.
+    pub(crate) fn expand(self, args: TokenStream, item: TokenStream) -> TokenStream {
+        let mut function: ItemFn = match syn::parse2(item.clone()) {
+            Ok(function) => function,
+            Err(error) => {
+                // Not a function: keep the item as it was, beside the error.
+                let mut output = error.to_compile_error();
+                output.extend(item);
+                return output;
+            }
+        };
+        let mut errors = self.check(&function);
+        let args = Args::parse(args).unwrap_or_else(|error| {
+            errors.push(error);
+            Args::default()
+        });
+        if errors.is_empty() {
+            return self.rewrite(args, function);
+        }
+        function.sig.inputs = Punctuated::new();
+        if self == Entry::Test {
+            function.attrs.retain(|attr| !is_test_attribute(attr));
+        }
+        let mut output = self.rewrite(args, function);
+        output.extend(errors.iter().map(syn::Error::to_compile_error));
+        output
+    }
+
+    /// The function's own mistakes, each spanned at the offending tokens.
+    fn check(self, function: &ItemFn) -> Vec<syn::Error> {
+        let mut errors = Vec::new();
+        let sig = &function.sig;
+        if sig.asyncness.is_none() {
+            errors.push(syn::Error::new_spanned(
+                sig.fn_token,
+                format!(
+                    "the `async` keyword is missing from the function declaration: \
+                     {} runs an `async fn`",
+                    self.name()
+                ),
+            ));
+        }
+        if !sig.inputs.is_empty() {
+            let message = match self {
+                Entry::Main => "`#[escapement::main]` functions cannot take arguments",
+                Entry::Test => "test functions cannot take arguments",
+            };
+            errors.push(syn::Error::new_spanned(&sig.inputs, message));
+        }
+        if self == Entry::Test {
+            // A second `#[test]` would register the test twice, or fail in a confusing way.
+            for attr in function.attrs.iter().filter(|attr| is_test_attribute(attr)) {
+                errors.push(syn::Error::new_spanned(
+                    attr,
+                    "a second test attribute: `#[escapement::test]` already adds `#[test]`",
+                ));
+            }
+        }
+        errors
+    }
+
+    /// The plain `fn` that builds a runtime and `block_on`s the body.
+    fn rewrite(self, args: Args, mut function: ItemFn) -> TokenStream {
+        function.sig.asyncness = None;
+        let ItemFn {
+            attrs,
+            vis,
+            sig,
+            block,
+        } = function;
+        // Inner attributes (`#![allow(...)]` atop the body) stay inside the function.
+        let (inner, outer): (Vec<_>, Vec<_>) = attrs
+            .into_iter()
+            .partition(|attr| matches!(attr.style, AttrStyle::Inner(_)));
+        // The runtime's settings; `Builder::new()`'s defaults apply to what is left out.
+        let worker_threads = match (args.worker_threads, self) {
+            (Some(count), _) => Some(quote!(.worker_threads(#count))),
+            (None, Entry::Test) => Some(quote!(.worker_threads(1))),
+            (None, Entry::Main) => None,
+        };
+        let start_paused = args
+            .start_paused
+            .map(|paused| quote!(.start_paused(#paused)));
+        let test = (self == Entry::Test).then(|| quote!(#[::core::prelude::v1::test]));
+
+        // `block_on` returns the function's value, so a body of another type than the return
+        // type is reported at that call: locate the call at the body's last token. Its locals
+        // resolve at the `mixed_site`, so the body can neither see nor shadow them.
+        let last = block
+            .stmts
+            .last()
+            .map(ToTokens::into_token_stream)
+            .and_then(|tokens| tokens.into_iter().last())
+            .map_or_else(|| block.brace_token.span.close(), |token| token.span());
+        let local = |name| Ident::new(name, Span::mixed_site().located_at(last));
+        let (body, runtime) = (local("body"), local("runtime"));
+        let run = quote_spanned!(last=> #runtime.block_on(#body));
+
+        quote! {
+            #test
+            #(#outer)*
+            #vis #sig {
+                #(#inner)*
+                let #body = async #block;
+                let #runtime = ::escapement::Builder::new()
+                    #worker_threads
+                    #start_paused
+                    .build()
+                    .expect("failed to build the escapement runtime");
+                #run
+            }
+        }
+    }
+}
+
+/// Whether `attr` is a test attribute: `#[test]`, `#[core::prelude::v1::test]`,
+/// `#[escapement::test]`, `#[tokio::test]`...
+fn is_test_attribute(attr: &Attribute) -> bool {
+    let name = attr.path().segments.last();
+    name.is_some_and(|segment| segment.ident == "test")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Entry;
+    use quote::quote;
+
+    /// The tokens as a string with one space between tokens, for comparison.
+    fn normalized(tokens: proc_macro2::TokenStream) -> String {
+        tokens
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn expands_as_the_design_note_says() {
+        let expanded = Entry::Test.expand(
+            quote!(start_paused = true),
+            quote! {
+                #[ignore]
+                pub(crate) async fn ticks() -> Result<(), E> {
+                    #![allow(unused)]
+                    Ok(())
+                }
+            },
+        );
+        let expected = quote! {
+            #[::core::prelude::v1::test]
+            #[ignore]
+            pub(crate) fn ticks() -> Result<(), E> {
+                #![allow(unused)]
+                let body = async { Ok(()) };
+                let runtime = ::escapement::Builder::new()
+                    .worker_threads(1)
+                    .start_paused(true)
+                    .build()
+                    .expect("failed to build the escapement runtime");
+                runtime.block_on(body)
+            }
+        };
+        assert_eq!(normalized(expanded), normalized(expected));
+    }
+
+    #[test]
+    fn main_keeps_the_builder_defaults() {
+        let expanded = Entry::Main.expand(
+            quote!(),
+            quote!(
+                async fn main() {}
+            ),
+        );
+        let expected = quote! {
+            fn main() {
+                let body = async {};
+                let runtime = ::escapement::Builder::new()
+                    .build()
+                    .expect("failed to build the escapement runtime");
+                runtime.block_on(body)
+            }
+        };
+        assert_eq!(normalized(expanded), normalized(expected));
+    }
+
+    #[test]
+    fn errors_come_with_the_rewritten_function() {
+        let expanded = Entry::Test.expand(
+            quote!(worker_threads = 0),
+            quote!(
+                #[test]
+                fn takes(count: usize) {}
+            ),
+        );
+        let expanded = normalized(expanded);
+        // Rewritten with the defaults, without the parameter or the second `#[test]`.
+        let function = normalized(quote!(
+            #[::core::prelude::v1::test]
+            fn takes() {}
+        ));
+        let function = function.trim_end_matches(" { }");
+        assert!(expanded.starts_with(function), "{expanded}");
+        assert!(expanded.contains(&normalized(quote!(.worker_threads(1)))));
+        for message in [
+            "the `async` keyword is missing",
+            "test functions cannot take arguments",
+            "a second test attribute",
+            "`worker_threads` must be at least 1",
+        ] {
+            assert!(expanded.contains(message), "{message} in {expanded}");
+        }
+        assert_eq!(expanded.matches("compile_error").count(), 4);
+    }
+}

@@ -1,0 +1,59 @@
+//! The `#[escapement::main]` and `#[escapement::test]` attributes.
+//!
+//! Use them through the `escapement` crate, which re-exports them: the code they generate
+//! names `::escapement`, and that is where they are documented with runnable examples (this
+//! crate cannot run an example of its own, as `escapement` depends on it).
+//!
+//! # Expansion
+//!
+//! Both attributes turn an `async fn` into a plain `fn` with the same attributes, visibility,
+//! name and return type, whose body builds a runtime and runs the original body on it:
+//!
+//! ```text
+//! #[escapement::test(start_paused = true)]      #[::core::prelude::v1::test]
+//! async fn ticks() -> Result<(), E> {           fn ticks() -> Result<(), E> {
+//!     BODY                                 =>       let body = async { BODY };
+//! }                                                 let runtime = ::escapement::Builder::new()
+//!                                                       .worker_threads(1)
+//!                                                       .start_paused(true)
+//!                                                       .build()
+//!                                                       .expect("failed to build ...");
+//!                                                   runtime.block_on(body)
+//!                                               }
+//! ```
+//!
+//! - The body's tokens are moved, not re-created, so errors inside it point at the user's
+//!   code. `runtime.block_on(body)` is located at the body's last token, so a body whose type
+//!   is not the return type is reported there, beside the declared type.
+//! - `body` and `runtime` are `mixed_site` identifiers: the body cannot name or shadow them.
+//! - Outer attributes stay on the function; inner ones (`#![allow(...)]`) atop its new body.
+//! - Only the arguments given become `Builder` calls, except the test's one worker thread.
+//! - On any error the function is still rewritten (default arguments, parameters and a
+//!   second `#[test]` dropped) and each error is emitted beside it as a `compile_error!` at
+//!   the offending token, so the compiler reports those errors and no cascade of follow-up
+//!   ones. The unit tests in `entry.rs` check this expansion.
+
+use proc_macro::TokenStream;
+
+mod args;
+mod entry;
+
+use entry::Entry;
+
+/// `escapement-macros` generates the expansion of `#[escapement::main]` for `escapement`,
+/// which re-exports the attribute and documents it with examples that run as doctests. Use
+/// it through `escapement`: the expansion names `::escapement`. (`escapement-macros` cannot
+/// run examples of its own, as it cannot link `escapement`, which depends on it.)
+#[proc_macro_attribute]
+pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
+    Entry::Main.expand(args.into(), item.into()).into()
+}
+
+/// `escapement-macros` generates the expansion of `#[escapement::test]` for `escapement`,
+/// which re-exports the attribute and documents it with examples that run as doctests. Use
+/// it through `escapement`: the expansion names `::escapement`. (`escapement-macros` cannot
+/// run examples of its own, as it cannot link `escapement`, which depends on it.)
+#[proc_macro_attribute]
+pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
+    Entry::Test.expand(args.into(), item.into()).into()
+}

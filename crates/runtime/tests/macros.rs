@@ -1,0 +1,138 @@
+//! `#[escapement::test]` and `#[escapement::main]`: the runtime each builds, as seen from the
+//! body. (Compile errors are in `macros_ui.rs`.)
+
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+
+use escapement::time::{sleep, Duration, Instant};
+use escapement::Handle;
+
+/// Whether the current runtime runs `count` tasks at once: each task blocks its worker
+/// thread until all `count` have started, or gives up after ten seconds.
+async fn tasks_run_at_once(count: usize) -> bool {
+    let started = Arc::new(AtomicUsize::new(0));
+    let tasks: Vec<_> = (0..count)
+        .map(|_| {
+            let started = started.clone();
+            escapement::spawn(async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                while started.load(Ordering::SeqCst) < count {
+                    if std::time::Instant::now() > deadline {
+                        return false;
+                    }
+                    thread::sleep(Duration::from_millis(1));
+                }
+                true
+            })
+        })
+        .collect();
+    let mut all = true;
+    for task in tasks {
+        all &= task.await.expect("the task ran");
+    }
+    all
+}
+
+#[escapement::test]
+async fn runs_the_body_on_the_test_thread() {
+    assert!(
+        Handle::try_current().is_ok(),
+        "the body runs inside the runtime"
+    );
+    let name = thread::current().name().unwrap_or_default().to_owned();
+    assert!(
+        !name.starts_with("escapement-worker"),
+        "not on a worker: {name}"
+    );
+    let answer = escapement::spawn(async { 6 * 7 }).await.unwrap();
+    assert_eq!(answer, 42);
+}
+
+#[escapement::test]
+async fn a_test_runtime_has_one_worker_by_default() {
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            escapement::spawn(async {
+                thread::sleep(Duration::from_millis(1));
+                thread::current().name().unwrap_or_default().to_owned()
+            })
+        })
+        .collect();
+    for task in tasks {
+        assert_eq!(task.await.unwrap(), "escapement-worker-0");
+    }
+}
+
+#[escapement::test(worker_threads = 2)]
+async fn two_worker_threads_run_tasks_at_once() {
+    assert!(tasks_run_at_once(2).await);
+}
+
+#[escapement::test(start_paused = true)]
+async fn a_paused_clock_sleeps_a_day_at_once() {
+    let start = Instant::now();
+    let wall = std::time::Instant::now();
+    sleep(Duration::from_secs(86_400)).await;
+    assert_eq!(Instant::now() - start, Duration::from_secs(86_400));
+    assert!(
+        wall.elapsed() < Duration::from_secs(60),
+        "no real day went by"
+    );
+}
+
+#[escapement::test(start_paused = true, worker_threads = 2)]
+async fn arguments_combine_in_any_order() {
+    let start = Instant::now();
+    sleep(Duration::from_secs(3600)).await;
+    assert_eq!(start.elapsed(), Duration::from_secs(3600));
+    assert!(tasks_run_at_once(2).await);
+}
+
+#[escapement::test(start_paused = false)]
+async fn an_unpaused_clock_follows_real_time() {
+    let start = Instant::now();
+    let wall = std::time::Instant::now();
+    sleep(Duration::from_millis(20)).await;
+    assert!(start.elapsed() >= Duration::from_millis(20));
+    assert!(wall.elapsed() >= Duration::from_millis(20));
+}
+
+#[escapement::test]
+async fn a_test_may_return_a_result() -> Result<(), io::Error> {
+    let answer: Result<u32, io::Error> = Ok(7);
+    assert_eq!(answer?, 7);
+    Ok(())
+}
+
+#[escapement::test]
+async fn inner_attributes_stay_on_the_function() {
+    #![allow(unused_variables)]
+    let unused = sleep(Duration::from_millis(1)).await;
+}
+
+/// Attributes on the function are kept: this one must panic to pass.
+#[escapement::test]
+#[should_panic(expected = "the body's panic")]
+async fn a_panic_in_the_body_fails_the_test() {
+    sleep(Duration::from_millis(1)).await;
+    panic!("the body's panic");
+}
+
+/// `#[escapement::main]` on a function not named `main`: each call builds a runtime.
+#[escapement::main(worker_threads = 1, start_paused = true)]
+async fn sleep_an_hour() -> Duration {
+    let start = Instant::now();
+    sleep(Duration::from_secs(3600)).await;
+    start.elapsed()
+}
+
+#[test]
+fn main_runs_its_body_on_a_runtime_of_its_own() {
+    assert!(Handle::try_current().is_err());
+    assert_eq!(sleep_an_hour(), Duration::from_secs(3600));
+    assert_eq!(sleep_an_hour(), Duration::from_secs(3600));
+    assert!(Handle::try_current().is_err(), "the runtime is gone");
+}

@@ -1,0 +1,4 @@
+#[escapement::main]
+struct Main;
+
+fn main() {}

@@ -1,0 +1,5 @@
+#[escapement::test]
+fn not_async() {}
+
+#[escapement::main]
+fn main() {}

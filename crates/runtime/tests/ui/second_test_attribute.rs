@@ -1,0 +1,5 @@
+#[escapement::test]
+#[test]
+async fn tested_twice() {}
+
+fn main() {}
