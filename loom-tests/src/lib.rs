@@ -26,6 +26,7 @@ mod waker {
     pub struct Wakes(Arc<AtomicUsize>);
 
     impl Wakes {
+        /// Wakes so far.
         pub fn count(&self) -> usize {
             self.0.load(Ordering::SeqCst)
         }

@@ -24,8 +24,16 @@ fn drop_racing_fire() {
         let fired = worker0.join().unwrap();
 
         assert!(fired <= 1);
-        assert_eq!(wakes.count(), fired, "a fired timer wakes once; a cancelled one never");
-        assert_eq!(driver.pending(), 0, "the dropped timer is not left in the wheel");
+        assert_eq!(
+            wakes.count(),
+            fired,
+            "a fired timer wakes once; a cancelled one never"
+        );
+        assert_eq!(
+            driver.pending(),
+            0,
+            "the dropped timer is not left in the wheel"
+        );
     });
 }
 

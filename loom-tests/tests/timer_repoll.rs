@@ -24,7 +24,11 @@ fn fire_racing_a_repoll_with_a_new_waker_wakes_the_new_waker() {
         assert_eq!(worker0.join().unwrap(), 1, "the timer fires exactly once");
 
         if seen == TimerPoll::Pending {
-            assert_eq!(second_wakes.count(), 1, "the waker of the last Pending poll was lost");
+            assert_eq!(
+                second_wakes.count(),
+                1,
+                "the waker of the last Pending poll was lost"
+            );
         }
         assert_eq!(timer.poll(&second), TimerPoll::Ready);
     });
@@ -45,7 +49,11 @@ fn processing_before_the_deadline_neither_fires_nor_wakes() {
         };
         assert_eq!(timer.poll(&second), TimerPoll::Pending);
         assert_eq!(worker0.join().unwrap(), 0);
-        assert_eq!(first_wakes.count() + second_wakes.count(), 0, "woken before the deadline");
+        assert_eq!(
+            first_wakes.count() + second_wakes.count(),
+            0,
+            "woken before the deadline"
+        );
         assert_eq!(driver.process(5), 1);
         assert_eq!(second_wakes.count(), 1);
     });

@@ -23,10 +23,18 @@ fn reset_later_racing_fire() {
         worker0.join().unwrap();
 
         // Whoever won, the timer now waits for tick 9.
-        assert_eq!(timer.poll(&waker), TimerPoll::Pending, "fired at the old deadline");
+        assert_eq!(
+            timer.poll(&waker),
+            TimerPoll::Pending,
+            "fired at the old deadline"
+        );
         let early = wakes.count();
         assert_eq!(driver.process(8), 0, "fired before the new deadline");
-        assert_eq!(driver.process(9), 1, "the reset timer fires once, at tick 9");
+        assert_eq!(
+            driver.process(9),
+            1,
+            "the reset timer fires once, at tick 9"
+        );
         assert_eq!(wakes.count(), early + 1);
         assert_eq!(timer.poll(&waker), TimerPoll::Ready);
     });

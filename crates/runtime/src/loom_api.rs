@@ -2,7 +2,12 @@
 //! exists only in builds with `--cfg loom`; it wraps crate-private types in a small public
 //! API and adds no behaviour of its own.
 
-#![allow(missing_docs, missing_debug_implementations, unreachable_pub)]
+#![allow(
+    missing_docs,
+    missing_debug_implementations,
+    unreachable_pub,
+    clippy::new_without_default
+)]
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -42,7 +47,9 @@ impl Driver {
         let clock = Clock::new(origin, tick, paused);
         let inner = Arc::new(driver::Driver::new(clock, origin, tick, unparker, 1));
         (
-            Driver { inner: inner.clone() },
+            Driver {
+                inner: inner.clone(),
+            },
             Worker0 {
                 parker,
                 driver: inner,
@@ -53,7 +60,10 @@ impl Driver {
     /// A timer due at `tick`, not yet registered (it registers at its first poll).
     pub fn timer(&self, tick: u64) -> Timer {
         Timer {
-            entry: Box::pin(TimerEntry::new(self.inner.clone(), self.inner.tick_instant(tick))),
+            entry: Box::pin(TimerEntry::new(
+                self.inner.clone(),
+                self.inner.tick_instant(tick),
+            )),
         }
     }
 
@@ -123,7 +133,8 @@ impl Timer {
     pub fn poll(&mut self, waker: &Waker) -> TimerPoll {
         let mut cx = Context::from_waker(waker);
         let entry = self.entry.as_mut();
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| entry.poll_elapsed(&mut cx))) {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| entry.poll_elapsed(&mut cx)))
+        {
             Ok(Poll::Ready(())) => TimerPoll::Ready,
             Ok(Poll::Pending) => TimerPoll::Pending,
             Err(_) => TimerPoll::Shutdown,

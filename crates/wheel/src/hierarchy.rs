@@ -41,7 +41,9 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
             now,
             len: 0,
             occupied: 0,
-            levels: levels.try_into().unwrap_or_else(|_| unreachable!("LEVELS levels")),
+            levels: levels
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("LEVELS levels")),
             due: List::new(),
             cascades: 0,
         }
@@ -62,7 +64,10 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
     /// Links `h`, which must not be linked, to fire at `deadline`.
     #[inline]
     pub(crate) fn insert<A: Arena<Handle = H>>(&mut self, arena: &mut A, h: H, deadline: u64) {
-        debug_assert!(!arena.is_linked(h), "inserting a node that is already linked");
+        debug_assert!(
+            !arena.is_linked(h),
+            "inserting a node that is already linked"
+        );
         arena.header_mut(h).deadline = deadline;
         arena.set_linked(h, true);
         self.len += 1;

@@ -21,6 +21,7 @@
 //! | tick `t`   | armed; fires at `t` (the true deadline)      | owner: lock, or CAS to extend   |
 //! | `FIRING`   | the driver claimed it and is taking its waker | driver, under the lock          |
 //! | `FIRED`    | done; the driver will not touch it again      | driver, under the lock, last    |
+//! | `CLOSING`  | as `FIRING`, but the driver is shutting down  | driver, under the lock          |
 //! | `SHUTDOWN` | the driver shut down                          | driver, under the lock, last    |
 //!
 //! Who touches what:
@@ -64,11 +65,13 @@ use crate::sync::AtomicWaker;
 pub(crate) const FIRED: u64 = u64::MAX;
 /// The driver shut down; the entry will never fire.
 pub(crate) const SHUTDOWN: u64 = u64::MAX - 1;
-/// The driver holds the lock and is taking the entry's waker.
+/// The driver holds the lock and is taking the entry's waker, to fire it.
 pub(crate) const FIRING: u64 = u64::MAX - 2;
+/// The driver holds the lock and is taking the entry's waker, to shut it down.
+pub(crate) const CLOSING: u64 = u64::MAX - 3;
 /// The largest tick a timer can be armed for: later deadlines are clamped here (centuries
 /// away at any resolution) and never fire.
-pub(crate) const MAX_TICK: u64 = u64::MAX - 3;
+pub(crate) const MAX_TICK: u64 = u64::MAX - 4;
 
 /// `sleeping_until` while worker 0 is not parked: no registration needs to wake it.
 const AWAKE: u64 = 0;
@@ -490,7 +493,7 @@ impl Driver {
                 };
                 // SAFETY: as in `fire_or_relink`.
                 let shared = unsafe { node.as_ref() }.value();
-                shared.state.store(FIRING, Ordering::Release);
+                shared.state.store(CLOSING, Ordering::Release);
                 wakers.push(shared.waker.take());
                 shared.touched();
                 shared.state.store(SHUTDOWN, Ordering::Release);

@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 use escapement_wheel::Node;
 use pin_project_lite::pin_project;
 
-use super::driver::{Driver, Registered, TimerShared, FIRED, FIRING, MAX_TICK, SHUTDOWN};
+use super::driver::{Driver, Registered, TimerShared, CLOSING, FIRED, FIRING, MAX_TICK, SHUTDOWN};
 use super::Instant;
 use crate::loom::{Arc, Ordering};
 
@@ -99,7 +99,7 @@ impl TimerEntry {
         // Acquire pairs with the driver's stores of `FIRING` and `FIRED`.
         match shared.state.load(Ordering::Acquire) {
             FIRING | FIRED => Poll::Ready(()),
-            SHUTDOWN => shutdown_panic(),
+            CLOSING | SHUTDOWN => shutdown_panic(),
             _ => Poll::Pending,
         }
     }

@@ -1,0 +1,69 @@
+//! Model 8c: the activity count behind auto-advance. A thread registers a timer on a paused
+//! clock and parks, as `block_on` does, while worker 0 goes idle. Once both are idle the
+//! clock must jump to the timer and fire it, waking the parked thread; the count must never
+//! read zero while a thread is about to run, or the clock would jump under it.
+#![cfg(loom)]
+
+use std::task::{RawWaker, RawWakerVTable, Waker};
+
+use escapement::loom_api::{Driver, Parker, TimerPoll, Unparker};
+use loom::sync::Arc;
+use loom::thread;
+
+fn unparking_waker(unparker: Unparker) -> Waker {
+    let raw = RawWaker::new(Arc::into_raw(Arc::new(unparker)).cast(), &VTABLE);
+    // SAFETY: the vtable treats the pointer as an `Arc<Unparker>` holding one count.
+    unsafe { Waker::from_raw(raw) }
+}
+
+static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, drop_waker);
+
+unsafe fn clone(ptr: *const ()) -> RawWaker {
+    // SAFETY: the waker holds a count.
+    unsafe { Arc::increment_strong_count(ptr.cast::<Unparker>()) };
+    RawWaker::new(ptr, &VTABLE)
+}
+
+unsafe fn wake(ptr: *const ()) {
+    // SAFETY: the waker's count passes to this `Arc`.
+    unsafe { Arc::from_raw(ptr.cast::<Unparker>()) }.unpark();
+}
+
+unsafe fn wake_by_ref(ptr: *const ()) {
+    // SAFETY: the waker holds a count.
+    unsafe { &*ptr.cast::<Unparker>() }.unpark();
+}
+
+unsafe fn drop_waker(ptr: *const ()) {
+    // SAFETY: the waker's count is released here.
+    drop(unsafe { Arc::from_raw(ptr.cast::<Unparker>()) });
+}
+
+#[test]
+fn the_clock_jumps_once_everything_is_idle() {
+    loom::model(|| {
+        let (driver, mut worker0) = Driver::new(true);
+        // The `block_on` thread is active while it runs.
+        driver.activate();
+        let (parker, unparker) = Parker::new(&driver);
+        let mut timer = driver.timer(5);
+        assert_eq!(timer.poll(&unparking_waker(unparker)), TimerPoll::Pending);
+
+        let worker0 = thread::spawn(move || {
+            // Worker 0's idle loop: advance if it is the only active thread, else park.
+            while !worker0.try_auto_advance() {
+                worker0.park();
+            }
+        });
+        // `block_on` parks until the timer's waker unparks it.
+        parker.park();
+        assert_eq!(
+            driver.now_tick(),
+            5,
+            "the clock jumped exactly to the timer"
+        );
+        assert!(timer.is_elapsed());
+        driver.deactivate();
+        worker0.join().unwrap();
+    });
+}

@@ -1,0 +1,196 @@
+//! Model 7: a task's completion, `abort`, and its `JoinHandle`'s poll and drop race each
+//! other. The output is read or dropped exactly once, the future is dropped exactly once, a
+//! joiner waiting on `Pending` is woken, and nothing leaks (loom reports any `Arc` left
+//! alive at the end of an execution, and the task holds one).
+#![cfg(loom)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use escapement::loom_api::Tasks;
+use escapement_loom_tests::counting_waker;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+
+/// Counts its drops.
+struct Tracked(Arc<AtomicUsize>);
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A future that yields once (waking itself) and then returns a tracked output.
+struct YieldThenReturn {
+    yielded: bool,
+    _future: Tracked,
+    output: Option<Tracked>,
+}
+
+impl Future for YieldThenReturn {
+    type Output = Tracked;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Tracked> {
+        if !self.yielded {
+            self.yielded = true;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        Poll::Ready(self.output.take().expect("polled after completion"))
+    }
+}
+
+struct Counts {
+    future: Arc<AtomicUsize>,
+    output: Arc<AtomicUsize>,
+}
+
+fn spawn(tasks: &Tasks) -> (escapement::JoinHandle<Tracked>, Counts) {
+    let counts = Counts {
+        future: Arc::new(AtomicUsize::new(0)),
+        output: Arc::new(AtomicUsize::new(0)),
+    };
+    let handle = tasks.spawn(YieldThenReturn {
+        yielded: false,
+        _future: Tracked(counts.future.clone()),
+        output: Some(Tracked(counts.output.clone())),
+    });
+    (handle, counts)
+}
+
+fn run_all(tasks: &Tasks) {
+    while tasks.run_one() {}
+}
+
+fn poll_handle(
+    handle: &mut escapement::JoinHandle<Tracked>,
+    waker: &std::task::Waker,
+) -> Poll<Result<Tracked, escapement::JoinError>> {
+    Pin::new(handle).poll(&mut Context::from_waker(waker))
+}
+
+#[test]
+fn completion_racing_abort() {
+    loom::model(|| {
+        let tasks = Tasks::new();
+        let (mut handle, counts) = spawn(&tasks);
+        let runner = {
+            let tasks = tasks.clone();
+            thread::spawn(move || run_all(&tasks))
+        };
+        handle.abort();
+        runner.join().unwrap();
+        run_all(&tasks);
+
+        let (waker, _) = counting_waker();
+        match poll_handle(&mut handle, &waker) {
+            Poll::Ready(Ok(output)) => drop(output),
+            Poll::Ready(Err(error)) => assert!(error.is_cancelled()),
+            Poll::Pending => panic!("the task finished, so the handle is ready"),
+        }
+        assert_eq!(
+            counts.future.load(Ordering::SeqCst),
+            1,
+            "the future is dropped once"
+        );
+        assert!(counts.output.load(Ordering::SeqCst) <= 1);
+        drop(handle);
+        tasks.shutdown();
+    });
+}
+
+#[test]
+fn completion_racing_join_handle_drop() {
+    loom::model(|| {
+        let tasks = Tasks::new();
+        let (handle, counts) = spawn(&tasks);
+        let runner = {
+            let tasks = tasks.clone();
+            thread::spawn(move || run_all(&tasks))
+        };
+        drop(handle);
+        runner.join().unwrap();
+        assert_eq!(counts.future.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            counts.output.load(Ordering::SeqCst),
+            1,
+            "the unread output is dropped once"
+        );
+        tasks.shutdown();
+    });
+}
+
+#[test]
+fn completion_racing_a_join_poll_wakes_the_joiner() {
+    loom::model(|| {
+        let tasks = Tasks::new();
+        let (mut handle, counts) = spawn(&tasks);
+        let runner = {
+            let tasks = tasks.clone();
+            thread::spawn(move || run_all(&tasks))
+        };
+        let (waker, wakes) = counting_waker();
+        let first = poll_handle(&mut handle, &waker);
+        runner.join().unwrap();
+        if first.is_pending() {
+            assert_eq!(wakes.count(), 1, "the joiner was not woken");
+        }
+        let output = match first {
+            Poll::Ready(result) => result,
+            Poll::Pending => match poll_handle(&mut handle, &waker) {
+                Poll::Ready(result) => result,
+                Poll::Pending => panic!("the task finished, so the handle is ready"),
+            },
+        };
+        drop(output.expect("neither aborted nor panicked"));
+        assert_eq!(counts.output.load(Ordering::SeqCst), 1);
+        drop(handle);
+        tasks.shutdown();
+    });
+}
+
+#[test]
+fn abort_racing_join_handle_drop_racing_completion() {
+    loom::model(|| {
+        let tasks = Tasks::new();
+        let (handle, counts) = spawn(&tasks);
+        let runner = {
+            let tasks = tasks.clone();
+            thread::spawn(move || run_all(&tasks))
+        };
+        let aborter = thread::spawn(move || {
+            handle.abort();
+            drop(handle);
+        });
+        aborter.join().unwrap();
+        runner.join().unwrap();
+        run_all(&tasks);
+        assert_eq!(counts.future.load(Ordering::SeqCst), 1);
+        assert!(counts.output.load(Ordering::SeqCst) <= 1);
+        tasks.shutdown();
+    });
+}
+
+#[test]
+fn shutdown_racing_completion() {
+    loom::model(|| {
+        let tasks = Tasks::new();
+        let (handle, counts) = spawn(&tasks);
+        let runner = {
+            let tasks = tasks.clone();
+            thread::spawn(move || run_all(&tasks))
+        };
+        tasks.shutdown();
+        runner.join().unwrap();
+        drop(handle);
+        assert_eq!(
+            counts.future.load(Ordering::SeqCst),
+            1,
+            "dropped once, by shutdown or completion"
+        );
+        assert!(counts.output.load(Ordering::SeqCst) <= 1);
+    });
+}

@@ -1,0 +1,48 @@
+//! Model 8a: the scheduler's idle protocol. A worker finds no work and goes to sleep while
+//! another thread pushes work and notifies. The worker must not sleep through the work: it
+//! announces itself as sleeping, issues a `SeqCst` fence, then checks the queue again; the
+//! notifier pushes, issues a `SeqCst` fence, then reads the sleepers. One of the two reads
+//! sees the other's write.
+//!
+//! The queue is an atomic flag written and read with plain stores and loads, standing for the
+//! lock-free deques the runtime uses outside loom (a mutex queue would order the two threads
+//! by itself and hide a missing fence).
+#![cfg(loom)]
+
+use escapement::loom_api::{Driver, Idle, Parker};
+use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+
+#[test]
+fn work_pushed_while_a_worker_goes_to_sleep_is_not_lost() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(false);
+        let idle = Arc::new(Idle::new(2));
+        let work = Arc::new(AtomicBool::new(false));
+        let (parker, unparker) = Parker::new(&driver);
+
+        let worker = {
+            let (idle, work) = (idle.clone(), work.clone());
+            thread::spawn(move || {
+                // The worker's loop, cut down to waiting for one piece of work.
+                while !work.load(Ordering::Acquire) {
+                    idle.transition_to_sleeping(1, false);
+                    if work.load(Ordering::Acquire) {
+                        idle.transition_from_sleeping(1);
+                        break;
+                    }
+                    parker.park();
+                    idle.transition_from_sleeping(1);
+                }
+            })
+        };
+
+        work.store(true, Ordering::Release);
+        if let Some(sleeper) = idle.worker_to_notify() {
+            assert_eq!(sleeper, 1);
+            unparker.unpark();
+        }
+        worker.join().unwrap();
+    });
+}

@@ -1,0 +1,71 @@
+//! Model 8e: the task state machine. A task hands its waker to another thread, which wakes it
+//! while the task may still be running on a worker. The wake is neither lost (the task is
+//! polled again and completes) nor doubled (it is never polled on two threads at once, and
+//! exactly twice in all).
+#![cfg(loom)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+
+use escapement::loom_api::Tasks;
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use loom::sync::{Arc, Mutex};
+use loom::thread;
+
+struct HandsOffItsWaker {
+    slot: Arc<Mutex<Option<Waker>>>,
+    polls: Arc<AtomicUsize>,
+    polling: Arc<AtomicBool>,
+}
+
+impl Future for HandsOffItsWaker {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        assert!(!self.polling.swap(true, Ordering::SeqCst), "polled on two threads at once");
+        let polls = self.polls.fetch_add(1, Ordering::SeqCst) + 1;
+        let result = if polls == 1 {
+            *self.slot.lock().unwrap() = Some(cx.waker().clone());
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        };
+        self.polling.store(false, Ordering::SeqCst);
+        result
+    }
+}
+
+#[test]
+fn a_wake_from_another_thread_while_running_is_neither_lost_nor_doubled() {
+    loom::model(|| {
+        let tasks = Tasks::new();
+        let slot = Arc::new(Mutex::new(None));
+        let polls = Arc::new(AtomicUsize::new(0));
+        let handle = tasks.spawn(HandsOffItsWaker {
+            slot: slot.clone(),
+            polls: polls.clone(),
+            polling: Arc::new(AtomicBool::new(false)),
+        });
+
+        let waker_thread = thread::spawn(move || loop {
+            if let Some(waker) = slot.lock().unwrap().take() {
+                waker.wake();
+                return;
+            }
+            loom::thread::yield_now();
+        });
+        let runner = {
+            let tasks = tasks.clone();
+            thread::spawn(move || while tasks.run_one() {})
+        };
+        runner.join().unwrap();
+        waker_thread.join().unwrap();
+        while tasks.run_one() {}
+
+        assert_eq!(polls.load(Ordering::SeqCst), 2, "woken once, polled once more");
+        assert!(handle.is_finished());
+        drop(handle);
+        tasks.shutdown();
+    });
+}
