@@ -30,6 +30,7 @@ mod loom;
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_api;
+mod metrics;
 mod park;
 mod runtime;
 mod scheduler;
@@ -38,6 +39,7 @@ pub mod task;
 pub mod time;
 mod util;
 
+pub use metrics::{LatenessHistogram, RuntimeMetrics};
 pub use runtime::{spawn, Builder, EnterGuard, Handle, Runtime, TryCurrentError};
 
 /// Runs an `async fn` as the program's entry point, on a new multi-threaded runtime.

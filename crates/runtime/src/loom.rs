@@ -124,6 +124,11 @@ mod imp {
         pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
             self.0.lock().expect("a runtime lock is never poisoned")
         }
+
+        #[track_caller]
+        pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+            self.0.try_lock().ok()
+        }
     }
 
     /// loom's condition variable with `parking_lot`'s signature. loom has no time, so a timed

@@ -45,7 +45,7 @@ impl Driver {
         let tick = Duration::from_millis(1);
         let (parker, unparker) = DriverParker::new().expect("the loom parker cannot fail");
         let clock = Clock::new(origin, tick, paused);
-        let inner = Arc::new(driver::Driver::new(clock, origin, tick, unparker, 1));
+        let inner = Arc::new(driver::Driver::new(clock, origin, tick, unparker, 1, true));
         (
             Driver {
                 inner: inner.clone(),
@@ -69,7 +69,7 @@ impl Driver {
 
     /// Fires everything due at or before `tick`; returns how many fired.
     pub fn process(&self, tick: u64) -> usize {
-        self.inner.process(tick)
+        self.inner.process(self.inner.tick_instant(tick))
     }
 
     pub fn shutdown(&self) {
@@ -101,12 +101,12 @@ impl Worker0 {
     /// returns at once under loom; an untimed one waits for an unpark). Returns the timeout
     /// it parked with.
     pub fn park(&mut self) -> Option<Duration> {
-        let timeout = self.driver.prepare_park();
-        if timeout != Some(Duration::ZERO) {
-            self.parker.park(&self.driver, timeout);
+        let wakeup = self.driver.prepare_park();
+        if wakeup.is_none_or(|w| !w.after.is_zero()) {
+            self.parker.park(&self.driver, wakeup);
         }
         self.driver.unparked();
-        timeout
+        wakeup.map(|w| w.after)
     }
 
     /// Worker 0's auto-advance attempt when it is the only active thread.

@@ -24,6 +24,7 @@
 
 use std::fmt;
 use std::task::{RawWaker, RawWakerVTable, Waker};
+use std::time::Duration;
 
 use crate::loom::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::time::driver::Driver;
@@ -139,7 +140,17 @@ impl Parker {
 
     /// Blocks until unparked (or returns at once if an unpark is pending).
     pub(crate) fn park(&self) {
+        self.park_until(None);
+    }
+
+    /// Blocks until unparked or `timeout` passes.
+    pub(crate) fn park_timeout(&self, timeout: Duration) {
+        self.park_until(Some(timeout));
+    }
+
+    fn park_until(&self, timeout: Option<Duration>) {
         let inner = &*self.inner;
+        let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
         // Taking the lock before `PARKED` is visible means an unparker that sees `PARKED`
         // and then takes the lock finds us inside `wait`.
         let mut guard = inner.lock.lock();
@@ -147,7 +158,20 @@ impl Parker {
             return;
         }
         while !inner.state.is_notified() {
-            guard = inner.condvar.wait(guard);
+            match (timeout, deadline) {
+                (None, _) => guard = inner.condvar.wait(guard),
+                // loom has no time: a short timed park stands for "the timeout came".
+                #[cfg(loom)]
+                (Some(t), _) if t <= crate::time::park::LOOM_SHORT_PARK => break,
+                (Some(_), Some(deadline)) => {
+                    let now = std::time::Instant::now();
+                    if now >= deadline {
+                        break;
+                    }
+                    guard = inner.condvar.wait_for(guard, deadline - now);
+                }
+                (Some(_), None) => guard = inner.condvar.wait(guard),
+            }
         }
         drop(guard);
         inner.state.finish(&inner.driver);

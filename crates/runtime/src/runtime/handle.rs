@@ -107,6 +107,13 @@ impl Handle {
         }
     }
 
+    /// A snapshot of the runtime's timer metrics; see [`RuntimeMetrics`].
+    ///
+    /// [`RuntimeMetrics`]: crate::RuntimeMetrics
+    pub fn metrics(&self) -> crate::RuntimeMetrics {
+        self.driver().metrics_snapshot(self.shared.remotes.len())
+    }
+
     pub(crate) fn driver(&self) -> &Driver {
         &self.shared.driver
     }

@@ -98,6 +98,13 @@ impl Runtime {
         self.handle.spawn(future)
     }
 
+    /// A snapshot of the runtime's timer metrics; see [`RuntimeMetrics`].
+    ///
+    /// [`RuntimeMetrics`]: crate::RuntimeMetrics
+    pub fn metrics(&self) -> crate::RuntimeMetrics {
+        self.handle.metrics()
+    }
+
     /// The runtime's handle.
     pub fn handle(&self) -> &Handle {
         &self.handle

@@ -3,9 +3,16 @@
 //! Each turn a worker runs one task: from its own queue, from the injector (first, every
 //! [`INJECTOR_INTERVAL`] turns, so outside work is not starved), or stolen from another
 //! worker. Worker 0 also fires due timers at the top of every turn, which costs one relaxed
-//! load when no timer is due. With nothing to run, a worker sleeps by the protocol of
+//! load when no timer is pending. With nothing to run, a worker sleeps by the protocol of
 //! `idle.rs`: worker 0 on the timer driver's poll, with its next expiry as the timeout, the
 //! others on a condvar parker.
+//!
+//! Worker 0 can be stuck in a long poll (a task that blocks its thread), and then no timer
+//! of the runtime would fire. So the other workers stand in: every
+//! [`OVERDUE_CHECK_INTERVAL`] turns each compares the driver's next deadline (a relaxed load)
+//! with its clock and, if it has passed, fires what is due if the driver's lock is free; and
+//! a worker that goes idle while worker 0 is not parked sleeps only until the next deadline,
+//! then does the same. Worker 0 keeps sole charge of parking on the next expiry.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -21,6 +28,9 @@ use crate::time::park::DriverParker;
 
 /// Every this many turns a worker takes from the injector before its own queue.
 const INJECTOR_INTERVAL: u32 = 61;
+
+/// Every this many turns a worker other than worker 0 looks for overdue timers.
+const OVERDUE_CHECK_INTERVAL: u32 = 4;
 
 type Task = Notified<Handle>;
 
@@ -106,10 +116,17 @@ impl Worker {
                 queue,
             })
         });
+        let driver = self.shared().driver.clone();
+        driver.metrics().enter_worker(self.index);
+        if let Park::Driver(parker) = &self.park {
+            parker.on_worker_thread();
+        }
         while !self.shared().is_shutdown() {
             self.turn = self.turn.wrapping_add(1);
             if self.index == 0 {
-                self.shared().driver.maybe_process();
+                driver.maybe_process();
+            } else if self.turn % OVERDUE_CHECK_INTERVAL == 0 {
+                driver.try_process_overdue();
             }
             if let Some(task) = self.next_task().or_else(|| self.steal()) {
                 self.run_task(task);
@@ -122,6 +139,7 @@ impl Worker {
         if let Some(local) = LOCAL.with(|local| local.borrow_mut().take()) {
             while local.queue.pop().is_some() {}
         }
+        driver.metrics().exit_worker();
         self.shared().worker_exited();
     }
 
@@ -195,14 +213,24 @@ impl Worker {
                     let driver = &shared.driver;
                     // A paused clock jumps instead when this is the only active thread.
                     if !driver.try_auto_advance(1) {
-                        let timeout = driver.prepare_park();
-                        if timeout != Some(std::time::Duration::ZERO) {
-                            parker.park(driver, timeout);
+                        let wakeup = driver.prepare_park();
+                        if wakeup.is_none_or(|w| !w.after.is_zero()) {
+                            parker.park(driver, wakeup);
                         }
                         driver.unparked();
                     }
                 }
-                Park::Thread(parker) => parker.park(),
+                Park::Thread(parker) => {
+                    // Stand in for worker 0 when it is not parked on the next timer.
+                    let driver = &shared.driver;
+                    match driver.time_to_next().filter(|_| !driver.worker0_parked()) {
+                        Some(timeout) => {
+                            parker.park_timeout(timeout);
+                            driver.try_process_overdue();
+                        }
+                        None => parker.park(),
+                    }
+                }
             }
         }
         if !shared.idle.transition_from_sleeping(self.index) {

@@ -56,9 +56,10 @@ use std::time::Duration;
 use escapement_wheel::{IntrusiveWheel, Node};
 
 use super::clock::Clock;
-use super::park::DriverUnparker;
+use super::park::{DriverUnparker, Wakeup};
 use super::Instant;
-use crate::loom::{AtomicU64, AtomicUsize, Mutex, Ordering};
+use crate::loom::{AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::metrics::{Metrics, RuntimeMetrics};
 use crate::sync::AtomicWaker;
 
 /// The entry's owner may free it without the lock: the driver is done with it.
@@ -152,6 +153,11 @@ pub(crate) struct Driver {
     /// The runtime's active threads, as `crate::park` counts them: when this is zero on a
     /// paused clock with timers pending, the clock jumps to the next one.
     active: AtomicUsize,
+    /// Whether worker 0 is blocked in its park. When it is not, it may be stuck in a long
+    /// poll, so an idle worker parks with a timeout for the next timer and fires it if worker
+    /// 0 has not (see `scheduler::worker`). Written only when worker 0 parks and wakes.
+    worker0_parked: AtomicBool,
+    metrics: Metrics,
 }
 
 struct Inner {
@@ -204,6 +210,7 @@ impl Driver {
         tick: Duration,
         unparker: DriverUnparker,
         workers: usize,
+        metrics: bool,
     ) -> Driver {
         Driver {
             inner: Mutex::new(Inner {
@@ -217,6 +224,26 @@ impl Driver {
             tick_ns: u64::try_from(tick.as_nanos()).unwrap_or(u64::MAX).max(1),
             unparker,
             active: AtomicUsize::new(workers),
+            worker0_parked: AtomicBool::new(false),
+            metrics: Metrics::new(workers, metrics),
+        }
+    }
+
+    pub(crate) fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// A snapshot of the timer metrics.
+    pub(crate) fn metrics_snapshot(&self, workers: usize) -> RuntimeMetrics {
+        let (live_timers, cascades) = {
+            let inner = self.inner.lock();
+            (inner.wheel.len(), inner.wheel.cascades())
+        };
+        RuntimeMetrics {
+            workers,
+            live_timers,
+            cascades,
+            totals: self.metrics.sum().into(),
         }
     }
 
@@ -230,6 +257,7 @@ impl Driver {
     }
 
     /// The tick the clock has reached, rounded down.
+    #[cfg(loom)]
     pub(crate) fn now_tick(&self) -> u64 {
         self.floor_tick(self.clock.now())
     }
@@ -284,6 +312,7 @@ impl Driver {
         // wheel.
         unsafe { inner.wheel.insert(node, tick) };
         self.link_done(inner, tick);
+        self.metrics.add(|m| &m.registered, 1);
         Registered::Pending
     }
 
@@ -312,11 +341,12 @@ impl Driver {
         // SAFETY: as in `register`.
         unsafe { inner.wheel.insert(node, tick) };
         self.link_done(inner, tick);
+        self.metrics.add(|m| &m.registered, 1);
     }
 
     /// After linking a node at `tick`: lowers `next_due`, and wakes worker 0 if it sleeps
     /// toward a later tick. Releases the lock before the syscall.
-    fn link_done(&self, mut inner: crate::loom::MutexGuard<'_, Inner>, tick: u64) {
+    fn link_done(&self, mut inner: MutexGuard<'_, Inner>, tick: u64) {
         if tick < self.next_due.load(Ordering::Relaxed) {
             self.next_due.store(tick, Ordering::Relaxed);
         }
@@ -334,35 +364,69 @@ impl Driver {
     pub(crate) fn cancel(&self, node: Pin<&Node<TimerShared>>) {
         let mut inner = self.inner.lock();
         // SAFETY: as in `register`.
-        unsafe { inner.wheel.remove(node) };
+        let was_linked = unsafe { inner.wheel.remove(node) };
+        drop(inner);
+        if was_linked {
+            self.metrics.add(|m| &m.cancelled, 1);
+        }
     }
 
-    /// Fires what is due, if the earliest deadline has come; cheap when it has not.
+    /// Fires what is due, if the earliest deadline has come; cheap when it has not (one
+    /// relaxed load when no timer is pending, plus a clock read otherwise).
     pub(crate) fn maybe_process(&self) -> bool {
         let next = self.next_due.load(Ordering::Relaxed);
         if next == NEVER {
             return false;
         }
-        let now = self.now_tick();
-        now >= next && self.process(now) > 0
+        let now = self.clock.now();
+        self.floor_tick(now) >= next && self.process(now) > 0
     }
 
-    /// Fires every timer due at or before tick `now`; returns how many fired.
-    pub(crate) fn process(&self, now: u64) -> usize {
+    /// For a worker other than worker 0: fires what is overdue if the driver's lock is free
+    /// (worker 0 may be stuck in a long poll). Returns whether it fired anything.
+    pub(crate) fn try_process_overdue(&self) -> bool {
+        let next = self.next_due.load(Ordering::Relaxed);
+        if next == NEVER {
+            return false;
+        }
+        let now = self.clock.now();
+        if self.floor_tick(now) < next {
+            return false;
+        }
+        match self.inner.try_lock() {
+            Some(inner) => self.process_from(inner, now) > 0,
+            None => false,
+        }
+    }
+
+    /// The earliest tick something may be due at, or `None`.
+    pub(crate) fn next_due(&self) -> Option<u64> {
+        Some(self.next_due.load(Ordering::Relaxed)).filter(|&next| next != NEVER)
+    }
+
+    /// Fires every timer due at or before `now` (its deadline rounded up to the tick);
+    /// returns how many fired.
+    pub(crate) fn process(&self, now: Instant) -> usize {
+        self.process_from(self.inner.lock(), now)
+    }
+
+    fn process_from<'a>(&'a self, mut inner: MutexGuard<'a, Inner>, now: Instant) -> usize {
+        let now_tick = self.floor_tick(now);
         let mut fired = 0;
         let mut wakers = WakeList::new();
         loop {
-            let mut inner = self.inner.lock();
             inner.sleeping_until = AWAKE;
             let mut done = false;
             while !wakers.is_full() {
-                let Some((node, _)) = inner.wheel.poll(now) else {
+                let Some((node, _)) = inner.wheel.poll(now_tick) else {
                     done = true;
                     break;
                 };
-                if let Some(waker) = self.fire_or_relink(&mut inner, node, now) {
+                if let Some((waker, deadline)) = self.fire_or_relink(&mut inner, node, now_tick) {
                     fired += 1;
                     wakers.push(waker);
+                    self.metrics
+                        .lateness(now.saturating_duration_since(self.tick_instant(deadline)));
                 }
             }
             let next = inner.wheel.next_expiration().unwrap_or(NEVER);
@@ -370,19 +434,21 @@ impl Driver {
             drop(inner);
             wakers.wake_all();
             if done {
+                self.metrics.add(|m| &m.fired, fired as u64);
                 return fired;
             }
+            inner = self.inner.lock();
         }
     }
 
     /// A node the wheel handed out at `now`: fire it, or, if its owner moved the deadline
-    /// later, link it again there. Returns `Some(waker)` when it fired.
+    /// later, link it again there. Returns its waker and deadline tick when it fired.
     fn fire_or_relink(
         &self,
         inner: &mut Inner,
         node: NonNull<Node<TimerShared>>,
         now: u64,
-    ) -> Option<Option<Waker>> {
+    ) -> Option<(Option<Waker>, u64)> {
         // SAFETY: a linked node is alive (the owner unlinks it under the lock before freeing
         // it, and we hold the lock); `poll` just unlinked it.
         let node = unsafe { Pin::new_unchecked(node.as_ref()) };
@@ -408,26 +474,52 @@ impl Driver {
         shared.touched();
         // Release: the last access to the entry; its owner may free it once it reads this.
         shared.state.store(FIRED, Ordering::Release);
-        Some(waker)
+        Some((waker, state))
     }
 
-    /// Worker 0 is about to park: records the tick it will sleep toward and returns how long
-    /// to sleep (`None`: until unparked). `Some(ZERO)` means something is due already.
-    pub(crate) fn prepare_park(&self) -> Option<Duration> {
+    /// Worker 0 is about to park: records the tick it will sleep toward and returns it with
+    /// the time until then (`None`: no timeout). A zero wait means something is due already.
+    pub(crate) fn prepare_park(&self) -> Option<Wakeup> {
         let mut inner = self.inner.lock();
         let next = inner.wheel.next_expiration();
         inner.sleeping_until = next.unwrap_or(NEVER);
-        let next = next?;
+        let tick = next?;
         if self.clock.is_paused() {
             return None;
         }
-        let now = self.clock.now();
-        Some(self.tick_instant(next).saturating_duration_since(now))
+        let after = self
+            .tick_instant(tick)
+            .saturating_duration_since(self.clock.now());
+        Some(Wakeup { tick, after })
+    }
+
+    /// Worker 0 is blocking (`true`) or woke (`false`).
+    pub(crate) fn set_worker0_parked(&self, parked: bool) {
+        self.worker0_parked.store(parked, Ordering::Relaxed);
+    }
+
+    /// Whether worker 0 is blocked in its park (and so will wake for the next timer).
+    pub(crate) fn worker0_parked(&self) -> bool {
+        self.worker0_parked.load(Ordering::Relaxed)
+    }
+
+    /// The time until the next timer may be due, if one is pending and the clock runs; for a
+    /// worker other than worker 0 standing in for it.
+    pub(crate) fn time_to_next(&self) -> Option<Duration> {
+        let next = self.next_due()?;
+        if self.clock.is_paused() {
+            return None;
+        }
+        Some(
+            self.tick_instant(next)
+                .saturating_duration_since(self.clock.now()),
+        )
     }
 
     /// Worker 0 woke up.
     pub(crate) fn unparked(&self) {
         self.inner.lock().sleeping_until = AWAKE;
+        self.metrics.add(|m| &m.wakeups, 1);
     }
 
     /// Wakes worker 0 if it is parked.
@@ -465,10 +557,11 @@ impl Driver {
         let Some(next) = self.inner.lock().wheel.next_expiration() else {
             return false;
         };
-        if self.clock.advance_to(self.tick_instant(next)).is_err() {
+        let to = self.tick_instant(next);
+        if self.clock.advance_to(to).is_err() {
             return false;
         }
-        self.process(next);
+        self.process(to);
         true
     }
 

@@ -113,6 +113,7 @@ impl TimerEntry {
         if !*this.registered {
             return;
         }
+        this.driver.metrics().add(|m| &m.resets, 1);
         let node = this.node.into_ref();
         let shared = node.value();
         let tick = this.driver.deadline_tick(deadline);

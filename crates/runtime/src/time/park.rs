@@ -1,10 +1,20 @@
-//! How worker 0 sleeps until its next timer or an unpark: a `mio::Poll` and its
-//! `mio::Waker`, or under loom a condvar (loom has no time: a park of at most an hour
-//! returns at once, a longer one waits to be woken).
+//! How worker 0 sleeps until its next timer or an unpark.
+//!
+//! Worker 0 blocks in a `mio::Poll`; other threads wake it through its `mio::Waker`. On
+//! Linux the timeout is a `timerfd` registered in that poll and armed, to the nanosecond, for
+//! the next expiry (re-armed only when that expiry changes), with the thread's timer slack
+//! cut to a nanosecond, so worker 0 wakes at the tick rather than at a whole-millisecond
+//! epoll timeout. Elsewhere the poll's own timeout is the fallback: whatever resolution the
+//! platform's poll offers (on macOS and the BSDs, kqueue's nanoseconds; on Windows,
+//! milliseconds).
 //!
 //! It follows the park state and activity protocol of `crate::park`, plus a *nudge*: a wake
 //! that carries no activity count, which the driver sends when the last active thread of a
 //! paused runtime goes idle, so worker 0 wakes to advance the clock.
+//!
+//! Under loom there is no time and no mio: a condvar stands in, a park of at most an hour
+//! returns at once (it stands for "the timer is due"), and a longer or untimed one waits to be
+//! woken.
 
 use std::fmt;
 use std::io;
@@ -14,6 +24,13 @@ use crate::loom::Arc;
 use crate::park::{ParkStart, ParkState};
 use crate::time::driver::Driver;
 
+/// What worker 0 parks toward: the tick of its next timer and the time until it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Wakeup {
+    pub(crate) tick: u64,
+    pub(crate) after: Duration,
+}
+
 /// Worker 0's half: blocks.
 pub(crate) struct DriverParker {
     state: Arc<ParkState>,
@@ -21,6 +38,8 @@ pub(crate) struct DriverParker {
     poll: mio::Poll,
     #[cfg(not(loom))]
     events: mio::Events,
+    #[cfg(all(not(loom), target_os = "linux"))]
+    timer: timerfd::TimerFd,
     #[cfg(loom)]
     raw: Arc<LoomWake>,
 }
@@ -34,9 +53,9 @@ pub(crate) struct DriverUnparker {
     raw: Arc<LoomWake>,
 }
 
-/// Under loom, the longest park that returns at once (see `DriverParker::block`).
+/// Under loom, the longest park that returns at once (see the module notes).
 #[cfg(loom)]
-const LOOM_SHORT_PARK: Duration = Duration::from_secs(3600);
+pub(crate) const LOOM_SHORT_PARK: Duration = Duration::from_secs(3600);
 
 /// The token of the waker in worker 0's poll.
 #[cfg(not(loom))]
@@ -50,11 +69,15 @@ impl DriverParker {
         {
             let poll = mio::Poll::new()?;
             let waker = mio::Waker::new(poll.registry(), WAKE_TOKEN)?;
+            #[cfg(target_os = "linux")]
+            let timer = timerfd::TimerFd::new(poll.registry())?;
             Ok((
                 DriverParker {
                     state: state.clone(),
                     poll,
                     events: mio::Events::with_capacity(8),
+                    #[cfg(target_os = "linux")]
+                    timer,
                 },
                 DriverUnparker { state, waker },
             ))
@@ -72,30 +95,54 @@ impl DriverParker {
         }
     }
 
-    /// Blocks until unparked, nudged, or `timeout` passes (`None`: no timeout). Returns at
-    /// once if an unpark is pending, or if this thread was the last active one of a paused
-    /// runtime with timers pending (the caller then advances the clock).
-    pub(crate) fn park(&mut self, driver: &Driver, timeout: Option<Duration>) {
+    /// Called once on worker 0's thread before it first parks: on Linux, cuts the thread's
+    /// timer slack to a nanosecond, so the kernel fires its timer on time.
+    pub(crate) fn on_worker_thread(&self) {
+        #[cfg(all(not(loom), target_os = "linux"))]
+        timerfd::minimal_timer_slack();
+    }
+
+    /// Blocks until unparked, nudged, or `wakeup` comes (`None`: no timeout). Returns at once
+    /// if an unpark is pending, or if this thread was the last active one of a paused runtime
+    /// with timers pending (the caller then advances the clock).
+    pub(crate) fn park(&mut self, driver: &Driver, wakeup: Option<Wakeup>) {
         if self.state.start(driver) == ParkStart::Notified {
             return;
         }
         if !driver.should_auto_advance() {
-            self.block(timeout);
+            driver.set_worker0_parked(true);
+            self.block(wakeup);
+            driver.set_worker0_parked(false);
         }
         self.state.finish(driver);
     }
 
-    fn block(&mut self, timeout: Option<Duration>) {
-        #[cfg(not(loom))]
+    #[cfg(not(loom))]
+    fn block(&mut self, wakeup: Option<Wakeup>) {
+        #[cfg(target_os = "linux")]
+        let timeout = {
+            if let Some(wakeup) = wakeup {
+                self.timer.arm(wakeup);
+            }
+            None
+        };
+        #[cfg(not(target_os = "linux"))]
+        let timeout = wakeup.map(|w| w.after);
+        // An error here (EINTR) is a spurious wakeup: the caller re-checks everything.
+        let _ = self.poll.poll(&mut self.events, timeout);
+        #[cfg(target_os = "linux")]
+        if self
+            .events
+            .iter()
+            .any(|event| event.token() == timerfd::TIMER_TOKEN)
         {
-            // An error here (EINTR) is a spurious wakeup: the caller re-checks everything.
-            let _ = self.poll.poll(&mut self.events, timeout);
+            self.timer.expired();
         }
-        // loom has no time. A park of at most an hour stands for "wakes when its timer is
-        // due", which the model lets happen at once; a longer or untimed one waits for an
-        // unpark or a nudge, so a model whose wakeup is lost deadlocks.
-        #[cfg(loom)]
-        if timeout.is_none_or(|t| t > LOOM_SHORT_PARK) {
+    }
+
+    #[cfg(loom)]
+    fn block(&mut self, wakeup: Option<Wakeup>) {
+        if wakeup.is_none_or(|w| w.after > LOOM_SHORT_PARK) {
             self.raw.wait();
         }
     }
@@ -118,6 +165,105 @@ impl DriverUnparker {
         }
         #[cfg(loom)]
         self.raw.wake();
+    }
+}
+
+/// The Linux timer worker 0 parks on.
+#[cfg(all(not(loom), target_os = "linux"))]
+mod timerfd {
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+    use mio::unix::SourceFd;
+    use mio::{Interest, Registry, Token};
+
+    use super::Wakeup;
+
+    /// The token of the timer in worker 0's poll.
+    pub(super) const TIMER_TOKEN: Token = Token(1);
+
+    pub(super) struct TimerFd {
+        fd: OwnedFd,
+        /// The tick the timer is armed for, if armed.
+        armed: Option<u64>,
+    }
+
+    impl TimerFd {
+        pub(super) fn new(registry: &Registry) -> io::Result<TimerFd> {
+            // SAFETY: a plain system call with constant flags; it returns a new descriptor or
+            // -1.
+            let fd = unsafe {
+                libc::timerfd_create(
+                    libc::CLOCK_MONOTONIC,
+                    libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+                )
+            };
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // SAFETY: `fd` is a descriptor just created and owned by nothing else.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+            registry.register(
+                &mut SourceFd(&fd.as_raw_fd()),
+                TIMER_TOKEN,
+                Interest::READABLE,
+            )?;
+            Ok(TimerFd { fd, armed: None })
+        }
+
+        /// Arms the timer for `wakeup` unless it is armed for that tick already. The clock
+        /// is `CLOCK_MONOTONIC`, the clock of `std::time::Instant` on Linux, and the time is
+        /// relative, so re-arming is needed only when the tick changes.
+        pub(super) fn arm(&mut self, wakeup: Wakeup) {
+            if self.armed == Some(wakeup.tick) {
+                return;
+            }
+            // A zero time would disarm the timer: the smallest wait is a nanosecond.
+            let after = wakeup.after.max(std::time::Duration::from_nanos(1));
+            let spec = libc::itimerspec {
+                it_interval: libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                },
+                it_value: libc::timespec {
+                    tv_sec: libc::time_t::try_from(after.as_secs()).unwrap_or(libc::time_t::MAX),
+                    tv_nsec: after.subsec_nanos() as libc::c_long,
+                },
+            };
+            // SAFETY: `fd` is our timerfd and `spec` a valid timer value; the old value is not
+            // asked for.
+            let result = unsafe {
+                libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut())
+            };
+            if result == 0 {
+                self.armed = Some(wakeup.tick);
+            }
+        }
+
+        /// The timer went off: clears its readiness; the next park arms it again.
+        pub(super) fn expired(&mut self) {
+            let mut expirations = 0u64;
+            // SAFETY: reads at most 8 bytes into a local `u64`; a non-blocking descriptor that
+            // has nothing to read returns -1, which is fine.
+            unsafe {
+                libc::read(
+                    self.fd.as_raw_fd(),
+                    (&raw mut expirations).cast(),
+                    std::mem::size_of::<u64>(),
+                );
+            }
+            self.armed = None;
+        }
+    }
+
+    /// Asks the kernel to fire this thread's timers with a nanosecond of slack instead of the
+    /// default 50 µs.
+    pub(super) fn minimal_timer_slack() {
+        // SAFETY: `PR_SET_TIMERSLACK` takes one integer argument and affects only the calling
+        // thread; a failure leaves the default slack, which is still correct.
+        unsafe {
+            libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+        }
     }
 }
 

@@ -129,7 +129,7 @@ impl Future for Advance {
                 panic!("escapement::time::advance: the clock was resumed before the advance ran")
             }
         };
-        driver.process(driver.floor_tick(now));
+        driver.process(now);
         Poll::Ready(())
     }
 }

@@ -1,0 +1,412 @@
+//! Timer metrics: how many timers are live, registered, fired, cancelled and reset, how often
+//! the wheel cascaded and worker 0 woke, and how late timers fired.
+//!
+//! Counters live in one block per worker thread, each on its own cache line, and are summed
+//! when read, so counting a timer operation on a worker writes no line another thread writes:
+//! the worker's block has a single writer, which bumps a counter with a plain load and store.
+//! Threads that are not workers (`block_on`, foreign threads) share one more block, with
+//! atomic adds. Live timers and cascades need no counters: the wheel knows them, and a snapshot
+//! reads them under the driver's lock.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::time::Duration;
+
+use crossbeam_utils::CachePadded;
+
+use crate::loom::{thread_local, Arc, AtomicU64, Ordering};
+
+/// Lateness buckets: `< 1 µs`, then `[2^(k-1), 2^k) µs` for `k` in `1..=22`, then `≥ 2^22 µs`
+/// (about 4.2 s).
+pub(crate) const LATENESS_BUCKETS: usize = 24;
+
+/// One thread's counters.
+#[derive(Default)]
+pub(crate) struct Block {
+    pub(crate) registered: AtomicU64,
+    pub(crate) fired: AtomicU64,
+    pub(crate) cancelled: AtomicU64,
+    pub(crate) resets: AtomicU64,
+    pub(crate) wakeups: AtomicU64,
+    pub(crate) lateness: [AtomicU64; LATENESS_BUCKETS],
+}
+
+type Shared = Arc<CachePadded<Block>>;
+
+thread_local! {
+    /// The block of the worker running on this thread, and the address of the `Metrics` it
+    /// belongs to.
+    #[allow(clippy::missing_const_for_thread_local)] // loom's macro takes no `const` block
+    static CURRENT: RefCell<Option<(usize, Shared)>> = RefCell::new(None);
+}
+
+/// A runtime's counters.
+pub(crate) struct Metrics {
+    enabled: bool,
+    /// One block per worker.
+    workers: Box<[Shared]>,
+    /// The block of every other thread.
+    others: CachePadded<Block>,
+}
+
+impl Metrics {
+    pub(crate) fn new(workers: usize, enabled: bool) -> Metrics {
+        Metrics {
+            enabled,
+            workers: (0..workers)
+                .map(|_| Arc::new(CachePadded::new(Block::default())))
+                .collect(),
+            others: CachePadded::new(Block::default()),
+        }
+    }
+
+    /// Makes worker `index`'s block this thread's.
+    pub(crate) fn enter_worker(&self, index: usize) {
+        let me = self as *const Metrics as usize;
+        CURRENT.with(|current| *current.borrow_mut() = Some((me, self.workers[index].clone())));
+    }
+
+    /// The thread is leaving its worker loop.
+    pub(crate) fn exit_worker(&self) {
+        let _ = CURRENT.try_with(|current| current.borrow_mut().take());
+    }
+
+    /// Adds `n` to a counter of this thread's block.
+    #[inline]
+    pub(crate) fn add(&self, counter: fn(&Block) -> &AtomicU64, n: u64) {
+        if !self.enabled || n == 0 {
+            return;
+        }
+        self.on_block(|block, single_writer| bump(counter(block), n, single_writer));
+    }
+
+    /// Records how late a timer fired.
+    #[inline]
+    pub(crate) fn lateness(&self, late: Duration) {
+        if !self.enabled {
+            return;
+        }
+        let bucket = bucket_of(late);
+        self.on_block(|block, single_writer| bump(&block.lateness[bucket], 1, single_writer));
+    }
+
+    /// Runs `f` on this thread's block: its worker's (a single writer), or the shared one.
+    #[inline]
+    fn on_block(&self, f: impl FnOnce(&Block, bool)) {
+        let me = self as *const Metrics as usize;
+        let mut f = Some(f);
+        let done = CURRENT
+            .try_with(|current| match &*current.borrow() {
+                Some((owner, block)) if *owner == me => {
+                    (f.take().expect("called once"))(block, true);
+                    true
+                }
+                _ => false,
+            })
+            .unwrap_or(false);
+        if let Some(f) = f.filter(|_| !done) {
+            f(&self.others, false);
+        }
+    }
+
+    /// The sum of every block.
+    pub(crate) fn sum(&self) -> Totals {
+        let mut totals = Totals::default();
+        for block in self
+            .workers
+            .iter()
+            .map(|b| &***b)
+            .chain(std::iter::once(&*self.others))
+        {
+            let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+            totals.registered += read(&block.registered);
+            totals.fired += read(&block.fired);
+            totals.cancelled += read(&block.cancelled);
+            totals.resets += read(&block.resets);
+            totals.wakeups += read(&block.wakeups);
+            for (sum, bucket) in totals.lateness.iter_mut().zip(&block.lateness) {
+                *sum += read(bucket);
+            }
+        }
+        totals
+    }
+}
+
+/// Adds `n`: with a plain load and store when this thread is the block's only writer (no
+/// read-modify-write, nothing to contend on), with an atomic add otherwise. Relaxed: the
+/// counters order nothing.
+#[inline]
+fn bump(counter: &AtomicU64, n: u64, single_writer: bool) {
+    if single_writer {
+        counter.store(
+            counter.load(Ordering::Relaxed).wrapping_add(n),
+            Ordering::Relaxed,
+        );
+    } else {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// The bucket of a lateness.
+fn bucket_of(late: Duration) -> usize {
+    let micros = late.as_micros();
+    if micros == 0 {
+        0
+    } else {
+        ((u128::BITS - micros.leading_zeros()) as usize).min(LATENESS_BUCKETS - 1)
+    }
+}
+
+/// The upper bound of a bucket, `None` for the last (unbounded) one.
+fn bucket_upper_bound(bucket: usize) -> Option<Duration> {
+    (bucket < LATENESS_BUCKETS - 1).then(|| Duration::from_micros(1 << bucket))
+}
+
+/// Counters summed over every block.
+#[derive(Default)]
+pub(crate) struct Totals {
+    pub(crate) registered: u64,
+    pub(crate) fired: u64,
+    pub(crate) cancelled: u64,
+    pub(crate) resets: u64,
+    pub(crate) wakeups: u64,
+    pub(crate) lateness: [u64; LATENESS_BUCKETS],
+}
+
+/// A snapshot of a runtime's timer metrics; see [`Runtime::metrics`](crate::Runtime::metrics).
+///
+/// Counters count since the runtime started and only grow. A runtime built with
+/// [`Builder::metrics(false)`](crate::Builder::metrics) counts nothing: its counters and
+/// histogram read zero, while `live_timers` and `wheel_cascades`, which the wheel keeps
+/// anyway, are still reported.
+///
+/// # Examples
+///
+/// ```
+/// use escapement::time::{sleep, Duration};
+///
+/// let rt = escapement::Runtime::new().unwrap();
+/// rt.block_on(async { sleep(Duration::from_millis(2)).await });
+/// let metrics = rt.metrics();
+/// assert_eq!(metrics.timers_registered(), 1);
+/// assert_eq!(metrics.timers_fired(), 1);
+/// assert_eq!(metrics.live_timers(), 0);
+/// assert_eq!(metrics.lateness().count(), 1);
+/// ```
+#[derive(Clone)]
+pub struct RuntimeMetrics {
+    pub(crate) workers: usize,
+    pub(crate) live_timers: usize,
+    pub(crate) cascades: u64,
+    pub(crate) totals: TotalsSnapshot,
+}
+
+#[derive(Clone)]
+pub(crate) struct TotalsSnapshot {
+    pub(crate) registered: u64,
+    pub(crate) fired: u64,
+    pub(crate) cancelled: u64,
+    pub(crate) resets: u64,
+    pub(crate) wakeups: u64,
+    pub(crate) lateness: [u64; LATENESS_BUCKETS],
+}
+
+impl From<Totals> for TotalsSnapshot {
+    fn from(t: Totals) -> TotalsSnapshot {
+        TotalsSnapshot {
+            registered: t.registered,
+            fired: t.fired,
+            cancelled: t.cancelled,
+            resets: t.resets,
+            wakeups: t.wakeups,
+            lateness: t.lateness,
+        }
+    }
+}
+
+impl RuntimeMetrics {
+    /// Worker threads.
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// Timers linked into the wheel now: registered, not yet fired or cancelled.
+    pub fn live_timers(&self) -> usize {
+        self.live_timers
+    }
+
+    /// Timers registered with the wheel (at their first poll, or when re-armed after firing).
+    pub fn timers_registered(&self) -> u64 {
+        self.totals.registered
+    }
+
+    /// Timers fired by the driver.
+    pub fn timers_fired(&self) -> u64 {
+        self.totals.fired
+    }
+
+    /// Timers dropped while still in the wheel.
+    pub fn timers_cancelled(&self) -> u64 {
+        self.totals.cancelled
+    }
+
+    /// Resets of registered timers (`Sleep::reset`, an `Interval`'s next tick).
+    pub fn timer_resets(&self) -> u64 {
+        self.totals.resets
+    }
+
+    /// Times a slot of a higher wheel level was emptied into lower levels as time reached it.
+    pub fn wheel_cascades(&self) -> u64 {
+        self.cascades
+    }
+
+    /// Times worker 0 woke from parking on the timer driver.
+    pub fn driver_wakeups(&self) -> u64 {
+        self.totals.wakeups
+    }
+
+    /// How late timers fired: the time the driver fired each timer minus its deadline rounded
+    /// up to the tick.
+    pub fn lateness(&self) -> LatenessHistogram {
+        LatenessHistogram {
+            buckets: self.totals.lateness,
+        }
+    }
+}
+
+impl fmt::Debug for RuntimeMetrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RuntimeMetrics")
+            .field("workers", &self.workers)
+            .field("live_timers", &self.live_timers)
+            .field("timers_registered", &self.timers_registered())
+            .field("timers_fired", &self.timers_fired())
+            .field("timers_cancelled", &self.timers_cancelled())
+            .field("timer_resets", &self.timer_resets())
+            .field("wheel_cascades", &self.cascades)
+            .field("driver_wakeups", &self.driver_wakeups())
+            .field("lateness", &self.lateness())
+            .finish()
+    }
+}
+
+/// How late timers fired, in log-scale buckets: under 1 µs, then one bucket per power of two
+/// of microseconds up to about 4.2 s, then everything later.
+#[derive(Clone, PartialEq, Eq)]
+pub struct LatenessHistogram {
+    buckets: [u64; LATENESS_BUCKETS],
+}
+
+impl LatenessHistogram {
+    /// Timers recorded.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+
+    /// The buckets, as (upper bound, count): a timer counts in the first bucket whose bound
+    /// exceeds its lateness; the last bound is `None` (no bound).
+    pub fn buckets(&self) -> impl Iterator<Item = (Option<Duration>, u64)> + '_ {
+        self.buckets
+            .iter()
+            .enumerate()
+            .map(|(bucket, &count)| (bucket_upper_bound(bucket), count))
+    }
+
+    /// An upper bound on the `q`-quantile of lateness (`q` in `0.0..=1.0`): the bound of the
+    /// bucket holding it, or `None` when nothing was recorded or it lies in the last bucket.
+    ///
+    /// # Panics
+    ///
+    /// If `q` is not within `0.0..=1.0`.
+    #[track_caller]
+    pub fn quantile_upper_bound(&self, q: f64) -> Option<Duration> {
+        assert!(
+            (0.0..=1.0).contains(&q),
+            "a quantile is between 0 and 1, got {q}"
+        );
+        let total = self.count();
+        if total == 0 {
+            return None;
+        }
+        let rank = ((q * total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (bucket, &count) in self.buckets.iter().enumerate() {
+            seen += count;
+            if seen >= rank {
+                return bucket_upper_bound(bucket);
+            }
+        }
+        None
+    }
+}
+
+impl fmt::Debug for LatenessHistogram {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut map = f.debug_map();
+        for (bound, count) in self.buckets().filter(|&(_, count)| count > 0) {
+            match bound {
+                Some(bound) => map.entry(&format_args!("<{bound:?}"), &count),
+                None => map.entry(
+                    &format_args!(">={:?}", Duration::from_micros(1 << (LATENESS_BUCKETS - 2))),
+                    &count,
+                ),
+            };
+        }
+        map.finish()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_powers_of_two_of_microseconds() {
+        assert_eq!(bucket_of(Duration::ZERO), 0);
+        assert_eq!(bucket_of(Duration::from_nanos(999)), 0);
+        assert_eq!(bucket_of(Duration::from_micros(1)), 1);
+        assert_eq!(bucket_of(Duration::from_micros(2)), 2);
+        assert_eq!(bucket_of(Duration::from_micros(3)), 2);
+        assert_eq!(bucket_of(Duration::from_micros(1000)), 10);
+        assert_eq!(bucket_of(Duration::from_secs(3600)), LATENESS_BUCKETS - 1);
+        // A lateness counts in the first bucket whose bound exceeds it.
+        for micros in [0u64, 1, 5, 999, 1024, 1_000_000] {
+            let late = Duration::from_micros(micros);
+            let bound = bucket_upper_bound(bucket_of(late)).unwrap();
+            assert!(late < bound, "{late:?} vs {bound:?}");
+        }
+    }
+
+    #[test]
+    fn quantiles_come_from_the_buckets() {
+        let metrics = Metrics::new(1, true);
+        for micros in [0u64, 10, 10, 10, 500] {
+            metrics.lateness(Duration::from_micros(micros));
+        }
+        let histogram = LatenessHistogram {
+            buckets: metrics.sum().lateness,
+        };
+        assert_eq!(histogram.count(), 5);
+        assert_eq!(
+            histogram.quantile_upper_bound(0.5),
+            Some(Duration::from_micros(16))
+        );
+        assert_eq!(
+            histogram.quantile_upper_bound(1.0),
+            Some(Duration::from_micros(512))
+        );
+        assert_eq!(
+            histogram.quantile_upper_bound(0.0),
+            Some(Duration::from_micros(1))
+        );
+    }
+
+    #[test]
+    fn a_disabled_runtime_counts_nothing() {
+        let metrics = Metrics::new(1, false);
+        metrics.add(|b| &b.registered, 3);
+        metrics.lateness(Duration::from_millis(1));
+        assert_eq!(metrics.sum().registered, 0);
+        assert_eq!(metrics.sum().lateness.iter().sum::<u64>(), 0);
+    }
+}
