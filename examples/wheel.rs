@@ -55,12 +55,22 @@ fn main() {
     let drained = start.elapsed();
 
     let per = |n: u64, d: std::time::Duration| d.as_nanos() as f64 / n as f64;
-    println!("inserted  {TIMERS} timers in {inserted:?} ({:.1} ns each)", per(TIMERS, inserted));
-    println!("cancelled {cancelled} timers in {removed:?} ({:.1} ns each)", per(cancelled, removed));
+    println!(
+        "inserted  {TIMERS} timers in {inserted:?} ({:.1} ns each)",
+        per(TIMERS, inserted)
+    );
+    println!(
+        "cancelled {cancelled} timers in {removed:?} ({:.1} ns each)",
+        per(cancelled, removed)
+    );
     println!(
         "fired     {fired} timers over {HORIZON} ticks in {drained:?} ({:.1} ns each), {early} early",
         per(fired, drained)
     );
-    assert_eq!(fired + cancelled, TIMERS, "every timer either fired or was cancelled");
+    assert_eq!(
+        fired + cancelled,
+        TIMERS,
+        "every timer either fired or was cancelled"
+    );
     assert!(wheel.is_empty());
 }

@@ -23,7 +23,10 @@ impl Future for HandsOffItsWaker {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        assert!(!self.polling.swap(true, Ordering::SeqCst), "polled on two threads at once");
+        assert!(
+            !self.polling.swap(true, Ordering::SeqCst),
+            "polled on two threads at once"
+        );
         let polls = self.polls.fetch_add(1, Ordering::SeqCst) + 1;
         let result = if polls == 1 {
             *self.slot.lock().unwrap() = Some(cx.waker().clone());
@@ -63,7 +66,11 @@ fn a_wake_from_another_thread_while_running_is_neither_lost_nor_doubled() {
         waker_thread.join().unwrap();
         while tasks.run_one() {}
 
-        assert_eq!(polls.load(Ordering::SeqCst), 2, "woken once, polled once more");
+        assert_eq!(
+            polls.load(Ordering::SeqCst),
+            2,
+            "woken once, polled once more"
+        );
         assert!(handle.is_finished());
         drop(handle);
         tasks.shutdown();
