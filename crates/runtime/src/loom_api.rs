@@ -94,6 +94,20 @@ impl Driver {
     pub fn now_tick(&self) -> u64 {
         self.inner.now_tick()
     }
+
+    /// Moves a paused clock forward by `ticks`.
+    pub fn advance(&self, ticks: u64) {
+        self.inner
+            .clock()
+            .advance(Duration::from_millis(ticks))
+            .expect("the clock is paused");
+    }
+
+    /// What a worker other than worker 0 does each few turns: fire overdue timers if the
+    /// driver's lock is free. Returns whether it fired anything.
+    pub fn try_process_overdue(&self) -> bool {
+        self.inner.try_process_overdue()
+    }
 }
 
 impl Worker0 {
