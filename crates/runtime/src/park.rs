@@ -148,6 +148,21 @@ impl Parker {
         self.park_until(Some(timeout));
     }
 
+    /// Parks a thread other than worker 0 (another worker, or a thread in `block_on`). While
+    /// worker 0 is not parked on the next timer it may be stuck in a long poll, so the thread
+    /// sleeps only until that timer and then fires what is overdue, if the driver's lock is
+    /// free: it stands in for worker 0.
+    pub(crate) fn park_standing_in(&self) {
+        let driver = &self.inner.driver;
+        match driver.time_to_next().filter(|_| !driver.worker0_parked()) {
+            Some(timeout) => {
+                self.park_timeout(timeout);
+                driver.try_process_overdue();
+            }
+            None => self.park(),
+        }
+    }
+
     fn park_until(&self, timeout: Option<Duration>) {
         let inner = &*self.inner;
         let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));

@@ -59,7 +59,8 @@ impl Runtime {
     }
 
     /// Runs `future` to completion on this thread, which sleeps whenever the future is
-    /// pending. Tasks spawned meanwhile run on the worker threads.
+    /// pending. Tasks spawned meanwhile run on the worker threads. While it sleeps, the
+    /// thread also fires timers that come due while worker 0 is busy elsewhere.
     ///
     /// # Panics
     ///
@@ -85,7 +86,7 @@ impl Runtime {
             if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
                 return output;
             }
-            parker.park();
+            parker.park_standing_in();
         }
     }
 

@@ -220,17 +220,7 @@ impl Worker {
                         driver.unparked();
                     }
                 }
-                Park::Thread(parker) => {
-                    // Stand in for worker 0 when it is not parked on the next timer.
-                    let driver = &shared.driver;
-                    match driver.time_to_next().filter(|_| !driver.worker0_parked()) {
-                        Some(timeout) => {
-                            parker.park_timeout(timeout);
-                            driver.try_process_overdue();
-                        }
-                        None => parker.park(),
-                    }
-                }
+                Park::Thread(parker) => parker.park_standing_in(),
             }
         }
         if !shared.idle.transition_from_sleeping(self.index) {

@@ -42,6 +42,12 @@ impl<S: Schedule> OwnedTasks<S> {
         }
     }
 
+    /// A fresh task id.
+    pub(crate) fn next_id(&self) -> u64 {
+        // Relaxed: ids need only be unique, which the atomic increment gives.
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
     fn shard(&self, id: u64) -> &Mutex<Shard<S>> {
         &self.shards[id as usize & (self.shards.len() - 1)]
     }
@@ -57,8 +63,7 @@ impl<S: Schedule> OwnedTasks<S> {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        // Relaxed: ids need only be unique, which the atomic increment gives.
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let id = self.next_id();
         let (task, notified, join) = super::new(future, scheduler, id);
         let mut shard = self.shard(id).lock();
         if shard.closed {

@@ -2,6 +2,7 @@
 //!
 //! The design note of the state machine is in `state.rs`, that of the memory in `raw.rs`.
 
+mod blocking;
 mod error;
 mod harness;
 mod join;
@@ -16,6 +17,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
+pub use blocking::spawn_blocking;
 pub use error::JoinError;
 pub use join::JoinHandle;
 pub use yield_now::yield_now;
