@@ -57,12 +57,16 @@ impl Handle {
     /// The current handle, or a panic naming `what` needed it.
     #[track_caller]
     pub(crate) fn current_for(what: &str) -> Handle {
-        match Handle::try_current() {
-            Ok(handle) => handle,
-            Err(_) => panic!(
-                "{what} must be called from inside an escapement runtime: \
-                 in Runtime::block_on, in a spawned task, or under Handle::enter"
-            ),
+        Handle::with_current(what, Handle::clone)
+    }
+
+    /// Runs `f` with the current handle, without cloning it; panics naming `what` needed it
+    /// if the thread is in no runtime.
+    #[track_caller]
+    pub(crate) fn with_current<R>(what: &str, f: impl FnOnce(&Handle) -> R) -> R {
+        match context::with_handle(f) {
+            Some(result) => result,
+            None => outside_runtime(what),
         }
     }
 
@@ -129,6 +133,15 @@ impl fmt::Debug for Handle {
             .field("shared", &self.shared)
             .finish()
     }
+}
+
+#[track_caller]
+#[cold]
+fn outside_runtime(what: &str) -> ! {
+    panic!(
+        "{what} must be called from inside an escapement runtime: \
+         in Runtime::block_on, in a spawned task, or under Handle::enter"
+    )
 }
 
 /// Keeps a runtime current on this thread; see [`Handle::enter`]. Guards must be dropped in

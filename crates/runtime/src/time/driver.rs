@@ -417,13 +417,14 @@ impl Driver {
         loop {
             inner.sleeping_until = AWAKE;
             let mut done = false;
+            let mut batch = 0;
             while !wakers.is_full() {
                 let Some((node, _)) = inner.wheel.poll(now_tick) else {
                     done = true;
                     break;
                 };
                 if let Some((waker, deadline)) = self.fire_or_relink(&mut inner, node, now_tick) {
-                    fired += 1;
+                    batch += 1;
                     wakers.push(waker);
                     self.metrics
                         .lateness(now.saturating_duration_since(self.tick_instant(deadline)));
@@ -432,9 +433,11 @@ impl Driver {
             let next = inner.wheel.next_expiration().unwrap_or(NEVER);
             self.next_due.store(next, Ordering::Relaxed);
             drop(inner);
+            // Counted before the wakes, so a woken task that reads the metrics sees its timer.
+            self.metrics.add(|m| &m.fired, batch);
+            fired += batch as usize;
             wakers.wake_all();
             if done {
-                self.metrics.add(|m| &m.fired, fired as u64);
                 return fired;
             }
             inner = self.inner.lock();

@@ -43,9 +43,10 @@ use crate::runtime::Handle;
 /// Dropping the `Sleep` before it completes cancels the timer (an O(1) unlink).
 #[track_caller]
 pub fn sleep(duration: Duration) -> Sleep {
-    let handle = Handle::current_for("escapement::time::sleep");
-    let deadline = handle.driver().clock().now().saturating_add(duration);
-    Sleep::with_handle(&handle, deadline)
+    Handle::with_current("escapement::time::sleep", |handle| {
+        let deadline = handle.driver().clock().now().saturating_add(duration);
+        Sleep::with_handle(handle, deadline)
+    })
 }
 
 /// Waits until `deadline`.
@@ -73,8 +74,9 @@ pub fn sleep(duration: Duration) -> Sleep {
 /// Dropping the `Sleep` early cancels the timer.
 #[track_caller]
 pub fn sleep_until(deadline: Instant) -> Sleep {
-    let handle = Handle::current_for("escapement::time::sleep_until");
-    Sleep::with_handle(&handle, deadline)
+    Handle::with_current("escapement::time::sleep_until", |handle| {
+        Sleep::with_handle(handle, deadline)
+    })
 }
 
 pin_project! {

@@ -41,9 +41,11 @@ use crate::runtime::Handle;
 /// Dropping the `Timeout` drops the inner future and cancels the timer.
 #[track_caller]
 pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoFuture> {
-    let handle = Handle::current_for("escapement::time::timeout");
-    let deadline = handle.driver().clock().now().saturating_add(duration);
-    Timeout::new(future.into_future(), Sleep::with_handle(&handle, deadline))
+    let delay = Handle::with_current("escapement::time::timeout", |handle| {
+        let deadline = handle.driver().clock().now().saturating_add(duration);
+        Sleep::with_handle(handle, deadline)
+    });
+    Timeout::new(future.into_future(), delay)
 }
 
 /// Requires `future` to complete before `deadline`; see [`timeout`].
@@ -68,8 +70,10 @@ pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoF
 /// Dropping the `Timeout` drops the inner future and cancels the timer.
 #[track_caller]
 pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
-    let handle = Handle::current_for("escapement::time::timeout_at");
-    Timeout::new(future.into_future(), Sleep::with_handle(&handle, deadline))
+    let delay = Handle::with_current("escapement::time::timeout_at", |handle| {
+        Sleep::with_handle(handle, deadline)
+    });
+    Timeout::new(future.into_future(), delay)
 }
 
 pin_project! {
