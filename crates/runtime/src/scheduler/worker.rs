@@ -118,6 +118,9 @@ impl Worker {
         });
         let driver = self.shared().driver.clone();
         driver.metrics().enter_worker(self.index);
+        // Whatever happens below, even a panic in the runtime itself, the worker leaves as
+        // a worker, so shutdown never waits for it forever.
+        let _exit = Exit(self.shared().clone());
         if let Park::Driver(parker) = &self.park {
             parker.on_worker_thread();
         }
@@ -134,13 +137,6 @@ impl Worker {
             }
             self.park();
         }
-        // Leaving: drop the tasks still queued here (shutdown cancels them through the
-        // owned list); nothing is pushed here once the queue is uninstalled.
-        if let Some(local) = LOCAL.with(|local| local.borrow_mut().take()) {
-            while local.queue.pop().is_some() {}
-        }
-        driver.metrics().exit_worker();
-        self.shared().worker_exited();
     }
 
     fn run_task(&mut self, task: Task) {
@@ -236,6 +232,25 @@ impl Worker {
         x ^= x << 5;
         self.rng = x;
         x
+    }
+}
+
+/// Takes a worker out of its runtime when its loop ends.
+struct Exit(Arc<Shared>);
+
+impl Drop for Exit {
+    fn drop(&mut self) {
+        // Drop the tasks still queued here (shutdown cancels them through the owned list);
+        // nothing is pushed here once the queue is uninstalled.
+        if let Some(local) = LOCAL
+            .try_with(|local| local.borrow_mut().take())
+            .ok()
+            .flatten()
+        {
+            while local.queue.pop().is_some() {}
+        }
+        self.0.driver.metrics().exit_worker();
+        self.0.worker_exited();
     }
 }
 
