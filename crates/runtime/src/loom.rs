@@ -1,8 +1,8 @@
 //! The facade for every concurrency primitive the runtime uses.
 //!
 //! Concurrent code imports atomics, `Arc`, `Mutex`, `Condvar`, `UnsafeCell`, threads and
-//! thread-locals from here and nowhere else (clippy's `disallowed-types` holds the rest of the
-//! crate to it). A normal build gets `std` and `parking_lot`; a build with `--cfg loom` gets
+//! thread-locals from here and nowhere else (`tests/facade.rs` holds the rest of the crate to
+//! it). A normal build gets `std` and `parking_lot`; a build with `--cfg loom` gets
 //! loom's models of the same things, so the loom suite explores the real code's
 //! interleavings.
 //!

@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::marker::PhantomData;
 use std::mem::{self, ManuallyDrop};
+use std::ptr;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr::NonNull;
@@ -186,14 +187,15 @@ where
         self.store_output(Err(error));
     }
 
-    /// Replaces the stage with the output; a panic while dropping what was there is
-    /// swallowed, keeping the output.
+    /// Drops the future where it is pinned (a panic in its destructor is swallowed) and
+    /// stores the output in its place.
     fn store_output(&self, output: Result<F::Output, JoinError>) {
-        let old = self.cell().stage.with_mut(|stage| {
-            // SAFETY: this thread holds `RUNNING`.
-            mem::replace(unsafe { &mut *stage }, Stage::Finished(output))
+        self.drop_stage();
+        self.cell().stage.with_mut(|stage| {
+            // SAFETY: this thread holds `RUNNING`; the stage is `Consumed`, which has nothing
+            // to drop, so overwriting it leaks nothing.
+            unsafe { ptr::write(stage, Stage::Finished(output)) };
         });
-        let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(old)));
     }
 
     /// Drops whatever the stage holds, swallowing a panic from its destructor.
@@ -201,13 +203,27 @@ where
         let _ = panic::catch_unwind(AssertUnwindSafe(|| self.drop_stage_unguarded()));
     }
 
+    /// Drops whatever the stage holds *in place*, leaving `Consumed`. A pinned future must be
+    /// dropped where it lives: moving it out first would, for one, unlink an intrusive timer
+    /// from the wrong address. If the destructor panics, the stage still ends `Consumed`.
     fn drop_stage_unguarded(&self) {
-        let old = self.cell().stage.with_mut(|stage| {
-            // SAFETY: the caller holds the right to the stage (`RUNNING`, or the output
-            // after `COMPLETE`).
-            mem::replace(unsafe { &mut *stage }, Stage::Consumed)
+        /// Writes `Consumed` over a stage whose contents were dropped, even while unwinding.
+        struct Consumed<F: Future>(*mut Stage<F>);
+
+        impl<F: Future> Drop for Consumed<F> {
+            fn drop(&mut self) {
+                // SAFETY: the stage's old contents were dropped (or their drop unwound), so
+                // the slot holds no live value; writing does not drop what was there.
+                unsafe { ptr::write(self.0, Stage::Consumed) };
+            }
+        }
+
+        self.cell().stage.with_mut(|stage| {
+            let _consumed = Consumed(stage);
+            // SAFETY: the caller holds the right to the stage (`RUNNING`, or the output after
+            // `COMPLETE`), so nothing else touches it; the guard refills it right after.
+            unsafe { ptr::drop_in_place(stage) };
         });
-        drop(old);
     }
 
     /// The output is stored: publish it, wake the joiner, release the task's references.

@@ -153,6 +153,8 @@ pub(crate) struct Driver {
     /// The runtime's active threads, as `crate::park` counts them: when this is zero on a
     /// paused clock with timers pending, the clock jumps to the next one.
     active: AtomicUsize,
+    /// Batches of wakers taken out of the wheel and not yet woken; `advance` waits for them.
+    waking: AtomicUsize,
     /// Whether worker 0 is blocked in its park. When it is not, it may be stuck in a long
     /// poll, so an idle worker parks with a timeout for the next timer and fires it if worker
     /// 0 has not (see `scheduler::worker`). Written only when worker 0 parks and wakes.
@@ -192,10 +194,13 @@ impl WakeList {
         }
     }
 
+    /// Wakes every waker. A waker that panics (a bug in its code; the panic hook has already
+    /// reported it) does not stop the others or take the firing thread down with it: that
+    /// thread may be worker 0, and every timer of the runtime depends on it.
     fn wake_all(&mut self) {
         for slot in &mut self.wakers[..self.len] {
             if let Some(waker) = slot.take() {
-                waker.wake();
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| waker.wake()));
             }
         }
         self.len = 0;
@@ -224,6 +229,7 @@ impl Driver {
             tick_ns: u64::try_from(tick.as_nanos()).unwrap_or(u64::MAX).max(1),
             unparker,
             active: AtomicUsize::new(workers),
+            waking: AtomicUsize::new(0),
             worker0_parked: AtomicBool::new(false),
             metrics: Metrics::new(workers, metrics),
         }
@@ -317,8 +323,9 @@ impl Driver {
     }
 
     /// Moves an entry to `tick` under the lock (an earlier deadline, or re-arming a fired
-    /// one). A tick already passed fires it at once, waking its waker.
-    pub(crate) fn reregister(&self, node: Pin<&Node<TimerShared>>, tick: u64) {
+    /// one). A tick already passed (`due`, or behind the wheel) fires it at once, waking its
+    /// waker.
+    pub(crate) fn reregister(&self, node: Pin<&Node<TimerShared>>, tick: u64, due: bool) {
         let shared = node.value();
         let mut inner = self.inner.lock();
         // SAFETY: as in `register`.
@@ -327,7 +334,7 @@ impl Driver {
             shared.state.store(SHUTDOWN, Ordering::Release);
             return;
         }
-        if tick <= inner.wheel.now() {
+        if due || tick <= inner.wheel.now() {
             shared.state.store(FIRING, Ordering::Release);
             let waker = shared.waker.take();
             shared.state.store(FIRED, Ordering::Release);
@@ -411,10 +418,16 @@ impl Driver {
     }
 
     fn process_from<'a>(&'a self, mut inner: MutexGuard<'a, Inner>, now: Instant) -> usize {
-        let now_tick = self.floor_tick(now);
+        let mut now_tick = self.floor_tick(now);
         let mut fired = 0;
         let mut wakers = WakeList::new();
         loop {
+            // Another thread may have moved the wheel past our reading of the clock while the
+            // lock was free (between batches, or before a stand-in's `try_lock`). The wheel
+            // then hands out due timers later than `now_tick`; relinking them there would put
+            // them straight back in the due list, forever. The wheel's tick came from a clock
+            // reading too, so it is not in the future: firing up to it is never early.
+            now_tick = now_tick.max(inner.wheel.now());
             inner.sleeping_until = AWAKE;
             let mut done = false;
             let mut batch = 0;
@@ -432,11 +445,15 @@ impl Driver {
             }
             let next = inner.wheel.next_expiration().unwrap_or(NEVER);
             self.next_due.store(next, Ordering::Relaxed);
+            // Relaxed under the lock: whoever takes the lock next sees the batch in flight.
+            self.waking.fetch_add(1, Ordering::Relaxed);
             drop(inner);
             // Counted before the wakes, so a woken task that reads the metrics sees its timer.
             self.metrics.add(|m| &m.fired, batch);
             fired += batch as usize;
             wakers.wake_all();
+            // Release: the wakes happen before a waiter sees the batch done.
+            self.waking.fetch_sub(1, Ordering::Release);
             if done {
                 return fired;
             }
@@ -478,6 +495,16 @@ impl Driver {
         // Release: the last access to the entry; its owner may free it once it reads this.
         shared.state.store(FIRED, Ordering::Release);
         Some((waker, state))
+    }
+
+    /// Waits until every batch of wakers taken out of the wheel before this call has been
+    /// woken: after `process`, every timer due by then has fired and its waker was woken.
+    pub(crate) fn wait_for_wakes(&self) {
+        // Acquire pairs with the Release decrement after a batch's wakes. The lock taken by
+        // the caller's `process` made every batch taken before it visible here.
+        while self.waking.load(Ordering::Acquire) != 0 {
+            crate::loom::thread::yield_now();
+        }
     }
 
     /// Worker 0 is about to park: records the tick it will sleep toward and returns it with
@@ -610,5 +637,62 @@ impl fmt::Debug for Driver {
             .field("tick", &self.tick())
             .field("clock", &self.clock)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::pin::Pin;
+    use std::sync::{Arc as StdArc, Mutex as StdMutex};
+    use std::task::{Context, Wake, Waker};
+
+    use super::*;
+    use crate::loom::Arc;
+    use crate::time::entry::TimerEntry;
+    use crate::time::park::DriverParker;
+
+    fn paused_driver() -> Arc<Driver> {
+        let origin = std::time::Instant::now();
+        let tick = Duration::from_millis(1);
+        let (_parker, unparker) = DriverParker::new().expect("a poll");
+        Arc::new(Driver::new(Clock::new(origin, tick, true), origin, tick, unparker, 1, true))
+    }
+
+    /// A waker that, the first time it is woken, has the driver process at an older tick,
+    /// as a thread with a stale clock reading would.
+    struct ProcessesAtAStaleTick {
+        driver: StdMutex<Option<(Arc<Driver>, u64)>>,
+    }
+
+    impl Wake for ProcessesAtAStaleTick {
+        fn wake(self: StdArc<Self>) {
+            if let Some((driver, tick)) = self.driver.lock().unwrap().take() {
+                driver.process(driver.tick_instant(tick));
+            }
+        }
+    }
+
+    #[test]
+    fn processing_behind_the_wheel_still_fires_what_is_due() {
+        let driver = paused_driver();
+        // More timers at tick 10 than one batch of wakers, so the first processing releases
+        // the lock with timers still due; a waker of that batch then processes at tick 5.
+        let stale = StdArc::new(ProcessesAtAStaleTick {
+            driver: StdMutex::new(Some((driver.clone(), 5))),
+        });
+        let stale_waker = Waker::from(stale);
+        let plain = Waker::noop();
+        let mut timers: Vec<Pin<Box<TimerEntry>>> = (0..2 * WAKE_BATCH)
+            .map(|_| Box::pin(TimerEntry::new(driver.clone(), driver.tick_instant(10))))
+            .collect();
+        for (i, timer) in timers.iter_mut().enumerate() {
+            let waker = if i == 0 { &stale_waker } else { plain };
+            assert!(timer.as_mut().poll_elapsed(&mut Context::from_waker(waker)).is_pending());
+        }
+        // Without clamping to the wheel's tick the stale processing relinks the rest forever.
+        driver.process(driver.tick_instant(10));
+        for timer in &mut timers {
+            assert!(timer.as_mut().poll_elapsed(&mut Context::from_waker(plain)).is_ready());
+        }
     }
 }

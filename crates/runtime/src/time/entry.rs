@@ -89,6 +89,12 @@ impl TimerEntry {
         shared.waker.register(cx.waker());
         if !*this.registered {
             *this.registered = true;
+            // A deadline already past completes now, whatever the wheel's last tick (it moves
+            // only as timers are processed, so it can lag the clock).
+            if *this.deadline <= this.driver.clock().now() {
+                shared.state.store(FIRED, Ordering::Relaxed);
+                return Poll::Ready(());
+            }
             let tick = this.driver.deadline_tick(*this.deadline);
             return match this.driver.register(node, tick) {
                 Registered::Pending => Poll::Pending,
@@ -137,7 +143,9 @@ impl TimerEntry {
         if state == SHUTDOWN {
             return;
         }
-        this.driver.reregister(node, tick);
+        // Moving earlier, or re-arming: a deadline already past fires at once.
+        let due = deadline <= this.driver.clock().now();
+        this.driver.reregister(node, tick, due);
     }
 }
 

@@ -130,6 +130,9 @@ impl Future for Advance {
             }
         };
         driver.process(now);
+        // Another thread may have taken due timers out of the wheel just before and still be
+        // waking them: the advance completes only once every due timer's waker was woken.
+        driver.wait_for_wakes();
         Poll::Ready(())
     }
 }
