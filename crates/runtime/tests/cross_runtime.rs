@@ -1,8 +1,8 @@
 //! Timers and tasks crossing runtimes: a `Sleep` belongs to the runtime that created it and
 //! may be polled inside another (in its `block_on` or its tasks), firing by its own
 //! runtime's clock (real or paused, auto-advancing); `timeout` across runtimes; join handles
-//! of one runtime awaited in another; and a `Sleep` polled in another runtime after its own
-//! shut down panics.
+//! of one runtime awaited in another; a task of one runtime spawning onto another; and a
+//! `Sleep` polled in another runtime after its own shut down panics.
 
 use std::future::pending;
 use std::time::Duration;
@@ -117,6 +117,30 @@ fn a_join_handle_of_one_runtime_is_awaited_in_another() {
         .expect("the inner task completes")
         .expect("workers are named");
     assert!(name.starts_with("escapement-worker"), "{name}");
+}
+
+#[test]
+fn a_task_spawns_onto_another_runtime_through_its_handle() {
+    let named = |name: &str| {
+        escapement::Builder::new()
+            .worker_threads(2)
+            .thread_name(name)
+            .build()
+            .expect("a runtime")
+    };
+    let here = named("here");
+    let there = named("there");
+    let remote = there.handle().clone();
+    let name = here
+        .block_on(here.spawn(async move {
+            remote
+                .spawn(async { std::thread::current().name().map(str::to_owned) })
+                .await
+        }))
+        .expect("the outer task completes")
+        .expect("the inner task completes")
+        .expect("workers are named");
+    assert!(name.starts_with("there-"), "ran on {name}");
 }
 
 #[test]

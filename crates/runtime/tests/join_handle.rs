@@ -1,12 +1,15 @@
 //! `JoinHandle` and `JoinError`: the output through the handle (awaited in the runtime or
-//! on another thread), `is_finished`, `Debug`, and every accessor of `JoinError` for a
-//! cancelled and a panicked task: `is_cancelled`, `is_panic`, `into_panic`,
-//! `try_into_panic`, `task_id`, `Display`, and the conversion to `io::Error`.
+//! on another thread), dropped exactly once whether the handle goes before or after the task
+//! completes, `is_finished`, `Debug`, and every accessor of `JoinError` for a cancelled and
+//! a panicked task: `is_cancelled`, `is_panic`, `into_panic`, `try_into_panic`, `task_id`,
+//! `Display`, and the conversion to `io::Error`.
 
 use std::any::Any;
 use std::future::pending;
 use std::io;
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use escapement::{JoinError, JoinHandle, Runtime};
@@ -55,6 +58,53 @@ fn the_handle_can_be_awaited_on_another_thread() {
         .join()
         .expect("the thread ran");
     assert_eq!(output.expect("completes"), "across");
+}
+
+/// Counts its drops.
+struct DropCounter(Arc<AtomicUsize>);
+
+impl Drop for DropCounter {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn outputs_are_dropped_exactly_once_however_the_handle_goes() {
+    for workers in [1, 4] {
+        let rt = runtime(workers);
+        let drops = Arc::new(AtomicUsize::new(0));
+        let handles: Vec<_> = (0..3_000u32)
+            .map(|i| {
+                let drops = drops.clone();
+                rt.spawn(async move {
+                    if i % 2 == 0 {
+                        escapement::task::yield_now().await;
+                    }
+                    DropCounter(drops)
+                })
+            })
+            .collect();
+        // A third dropped at once (likely before completion), a third from another thread
+        // while tasks complete, a third awaited and their outputs dropped here.
+        let mut rest = Vec::new();
+        let mut elsewhere = Vec::new();
+        for (i, handle) in handles.into_iter().enumerate() {
+            match i % 3 {
+                0 => drop(handle),
+                1 => elsewhere.push(handle),
+                _ => rest.push(handle),
+            }
+        }
+        std::thread::spawn(move || drop(elsewhere))
+            .join()
+            .expect("dropped on another thread");
+        for handle in rest {
+            drop(rt.block_on(handle).expect("completes"));
+        }
+        drop(rt);
+        assert_eq!(drops.load(Ordering::SeqCst), 3_000, "{workers} workers");
+    }
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! `sleep` and `sleep_until`: exact durations on the paused clock (whole ticks, sub-tick
-//! rounding up, zero), never early on the real clock, `Sleep::deadline` and
+//! rounding up, zero), never early on the real clock, a short sleep registered from another
+//! thread while worker 0 sleeps toward a long one, `Sleep::deadline` and
 //! `Sleep::is_elapsed`, and a deadline in the past completing at the first poll.
 
 use std::future::Future;
@@ -112,6 +113,33 @@ fn sleep_is_never_early_on_the_real_clock() {
                 assert!(elapsed >= duration, "{elapsed:?} < {duration:?}");
                 assert!(elapsed < Duration::from_secs(10), "hung: {elapsed:?}");
             }
+        });
+    }
+}
+
+#[test]
+fn an_earlier_sleep_registered_elsewhere_wakes_the_driver() {
+    for workers in [1, 3] {
+        let rt = running(workers);
+        rt.block_on(async {
+            // Worker 0 goes to sleep toward this timer, a minute away.
+            let mut long = Box::pin(sleep(Duration::from_secs(60)));
+            let mut cx = Context::from_waker(noop_waker_ref());
+            assert_eq!(long.as_mut().poll(&mut cx), Poll::Pending);
+            std::thread::sleep(Duration::from_millis(20));
+            // From the block_on thread, then from a task.
+            let start = std::time::Instant::now();
+            sleep(Duration::from_millis(5)).await;
+            escapement::spawn(sleep(Duration::from_millis(5)))
+                .await
+                .expect("the task completes");
+            let elapsed = start.elapsed();
+            assert!(elapsed >= Duration::from_millis(10));
+            assert!(
+                elapsed < Duration::from_secs(30),
+                "waited for the long timer"
+            );
+            assert!(!long.is_elapsed());
         });
     }
 }

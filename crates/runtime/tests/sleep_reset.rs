@@ -5,7 +5,7 @@
 
 use std::future::Future;
 use std::pin::{pin, Pin};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -196,12 +196,29 @@ fn reset_into_the_past_completes_at_the_next_poll_on_the_real_clock() {
         let mut delay = pin!(sleep(Duration::from_secs(60)));
         let (_counter, waker) = CountingWaker::waker();
         assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Pending);
+        // Hold the only worker, which fires the timers, inside a task poll: the timer can
+        // then complete at the next poll only if that poll sees the deadline has passed.
+        let (held, on_held) = std::sync::mpsc::channel();
+        let release = Arc::new(AtomicBool::new(false));
+        let holder = {
+            let release = release.clone();
+            escapement::spawn(async move {
+                held.send(()).expect("the test waits");
+                while !release.load(Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+            })
+        };
+        on_held.recv().expect("worker 0 is held");
         std::thread::sleep(Duration::from_millis(30));
         delay
             .as_mut()
             .reset(Instant::now() - Duration::from_millis(10));
+        let polled = poll_once(delay.as_mut(), &waker);
+        release.store(true, Ordering::SeqCst);
+        holder.await.expect("the holder completes");
         assert_eq!(
-            poll_once(delay.as_mut(), &waker),
+            polled,
             Poll::Ready(()),
             "Sleep::reset documents that a deadline in the past completes at the next poll"
         );
@@ -209,7 +226,7 @@ fn reset_into_the_past_completes_at_the_next_poll_on_the_real_clock() {
 }
 
 #[test]
-fn resets_racing_the_driver_on_the_real_clock_are_never_early() {
+fn resets_racing_the_driver_on_the_real_clock_are_never_early_nor_lost() {
     let rt = escapement::Builder::new()
         .worker_threads(3)
         .build()
@@ -221,8 +238,13 @@ fn resets_racing_the_driver_on_the_real_clock_are_never_early() {
                     let mut delay = pin!(sleep(Duration::from_millis(1 + i % 3)));
                     let (_counter, waker) = CountingWaker::waker();
                     let _ = poll_once(delay.as_mut(), &waker);
-                    // Move the deadline later, right around the time the old one fires.
-                    let deadline = Instant::now() + Duration::from_millis(4 + i % 5);
+                    // Move the deadline later or earlier, right around the time the old one
+                    // fires.
+                    let deadline = if i % 2 == 0 {
+                        Instant::now() + Duration::from_millis(4 + i % 5)
+                    } else {
+                        Instant::now() + Duration::from_micros(200 * (i % 4))
+                    };
                     std::thread::sleep(Duration::from_micros(300 * (i % 7)));
                     delay.as_mut().reset(deadline);
                     delay.await;
