@@ -1,7 +1,9 @@
 //! `time::advance` while worker 0 is processing timers itself (its per-turn check or an
 //! auto-advance): the advance must still complete only after every timer due by then has
-//! fired and been woken, and the two must not livelock. Each test runs under a watchdog, so a
-//! hang fails it instead of stalling the suite.
+//! fired and been woken, and the two must not livelock. Wakers that hold worker 0 in the
+//! middle of a batch make each interleaving deterministic (they stand for a worker that is
+//! merely slow, or preempted, while it wakes). Each test runs under a watchdog, so a hang
+//! fails it instead of stalling the suite.
 
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
@@ -152,72 +154,67 @@ fn an_advance_interleaved_with_worker_0s_own_firing_completes() {
     });
 }
 
-/// A waker that takes a while (as one that unparks a thread or takes a contended lock
-/// may), then counts its wake.
-struct SlowWaker(AtomicUsize);
+/// Woken by worker 0 as it fires a batch: tells the test, then holds worker 0 in the middle
+/// of waking that batch until `release` is set.
+struct HoldUntilReleased {
+    woken: Mutex<Option<futures::channel::oneshot::Sender<()>>>,
+    release: Arc<AtomicBool>,
+}
 
-impl Wake for SlowWaker {
+impl Wake for HoldUntilReleased {
     fn wake(self: Arc<Self>) {
         self.wake_by_ref();
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        let start = std::time::Instant::now();
-        while start.elapsed() < Duration::from_micros(100) {
-            std::hint::spin_loop();
+        if let Some(woken) = self.woken.lock().expect("not poisoned").take() {
+            let _ = woken.send(());
+            while !self.release.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
         }
-        self.0.fetch_add(1, Ordering::SeqCst);
     }
 }
 
-/// The same race left to chance: worker 0 checks for due timers at every turn, and with all
-/// workers busy it may take some of the timers an `advance` made due and wake them itself.
-/// The advance must still not complete before every one of them is woken.
+/// Worker 0 auto-advances to T and takes all of T's timers in one batch; its first waker
+/// holds it there, before it has woken the other 31. An `advance` now finds nothing left to
+/// fire, but it must not complete before those 31 are woken: it waits for worker 0, which a
+/// helper thread lets go 200 ms after the advance started.
 #[test]
-fn advance_completes_only_after_waking_due_timers_even_while_workers_are_busy() {
-    let late = within(Duration::from_secs(30), || {
-        let rt = paused(4);
-        let stop = Arc::new(AtomicBool::new(false));
-        let spinners: Vec<_> = (0..8)
-            .map(|_| {
-                let stop = stop.clone();
-                rt.spawn(async move {
-                    while !stop.load(Ordering::SeqCst) {
-                        escapement::task::yield_now().await;
-                    }
+fn an_advance_waits_for_timers_worker_0_is_still_waking() {
+    within(Duration::from_secs(30), || {
+        let rt = paused(2);
+        rt.block_on(async {
+            let t = Instant::now() + Duration::from_millis(10);
+            let (woken, on_woken) = futures::channel::oneshot::channel();
+            let release = Arc::new(AtomicBool::new(false));
+            let hold = Arc::new(HoldUntilReleased {
+                woken: Mutex::new(Some(woken)),
+                release: release.clone(),
+            });
+            let _held = register(t, &Waker::from(hold));
+            let at_t = register_counted(t, 31);
+            on_woken.await.expect("worker 0 fired the first timer of T");
+            assert_eq!(Instant::now(), t);
+
+            let releaser = {
+                let release = release.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(200));
+                    release.store(true, Ordering::SeqCst);
                 })
-            })
-            .collect();
-        let late = rt.block_on(async {
-            let mut late = Vec::new();
-            for round in 0..150u64 {
-                let now = Instant::now();
-                let timers: Vec<(Pin<Box<Sleep>>, Arc<SlowWaker>)> = (0..40u64)
-                    .map(|k| {
-                        let counter = Arc::new(SlowWaker(AtomicUsize::new(0)));
-                        let deadline = now + Duration::from_micros(1 + (round + k) * 37 % 2_000);
-                        (register(deadline, &Waker::from(counter.clone())), counter)
-                    })
-                    .collect();
-                time::advance(Duration::from_millis(2)).await;
-                let woken = timers
-                    .iter()
-                    .filter(|(_, counter)| counter.0.load(Ordering::SeqCst) == 1)
-                    .count();
-                if woken < timers.len() {
-                    late.push((round, woken));
-                }
-            }
-            late
+            };
+            time::advance(Duration::from_millis(1)).await;
+            let woken = at_t
+                .iter()
+                .filter(|(_, counter)| counter.wakes() == 1)
+                .count();
+            release.store(true, Ordering::SeqCst);
+            releaser.join().expect("the releaser ran");
+            assert_eq!(
+                woken, 31,
+                "advance completed before the timers due at T were woken"
+            );
         });
-        stop.store(true, Ordering::SeqCst);
-        for spinner in spinners {
-            rt.block_on(spinner).expect("the spinner stops");
-        }
-        late
     });
-    assert!(
-        late.is_empty(),
-        "advance returned before every due timer was woken, (round, woken of 40): {late:?}"
-    );
 }
