@@ -1,0 +1,141 @@
+//! `Instant` arithmetic: `Instant - Instant` saturates at zero, `checked_*` and
+//! `duration_since` variants, `+`, `-`, `+=`, `-=` and their overflow panics, conversions to
+//! and from `std::time::Instant`, and `Instant::now` reading the system clock outside a
+//! runtime and the runtime's clock inside one.
+
+use std::time::Duration;
+
+use escapement::time::Instant;
+
+/// The latest representable instant at or after `from` (halving the step each time).
+fn far_from(from: Instant) -> Instant {
+    let mut far = from;
+    let mut step = Duration::MAX;
+    while !step.is_zero() {
+        match far.checked_add(step) {
+            Some(later) => far = later,
+            None => step /= 2,
+        }
+    }
+    far
+}
+
+#[test]
+fn subtracting_instants_saturates_at_zero() {
+    let earlier = Instant::now();
+    let later = earlier + Duration::from_millis(5);
+    assert_eq!(later - earlier, Duration::from_millis(5));
+    assert_eq!(earlier - later, Duration::ZERO);
+    assert_eq!(earlier - earlier, Duration::ZERO);
+}
+
+#[test]
+fn duration_since_variants() {
+    let earlier = Instant::now();
+    let later = earlier + Duration::from_nanos(1_500);
+    assert_eq!(later.duration_since(earlier), Duration::from_nanos(1_500));
+    assert_eq!(earlier.duration_since(later), Duration::ZERO);
+    assert_eq!(
+        later.checked_duration_since(earlier),
+        Some(Duration::from_nanos(1_500))
+    );
+    assert_eq!(earlier.checked_duration_since(later), None);
+    assert_eq!(
+        later.saturating_duration_since(earlier),
+        Duration::from_nanos(1_500)
+    );
+    assert_eq!(earlier.saturating_duration_since(later), Duration::ZERO);
+}
+
+#[test]
+fn checked_add_and_sub() {
+    let now = Instant::now();
+    let later = now
+        .checked_add(Duration::from_secs(1))
+        .expect("representable");
+    assert_eq!(later - now, Duration::from_secs(1));
+    assert_eq!(later.checked_sub(Duration::from_secs(1)), Some(now));
+    assert_eq!(now.checked_add(Duration::MAX), None);
+    assert_eq!(now.checked_sub(Duration::MAX), None);
+    assert_eq!(far_from(now).checked_add(Duration::from_nanos(1)), None);
+}
+
+#[test]
+fn add_and_sub_assign() {
+    let start = Instant::now();
+    let mut at = start;
+    at += Duration::from_millis(30);
+    assert_eq!(at, start + Duration::from_millis(30));
+    at -= Duration::from_millis(10);
+    assert_eq!(at, start + Duration::from_millis(20));
+    assert_eq!(at - Duration::from_millis(20), start);
+    assert!(at > start);
+    assert!(start < at);
+}
+
+#[test]
+#[should_panic(expected = "overflow when adding a duration to an Instant")]
+fn adding_past_the_representable_range_panics() {
+    let _ = Instant::now() + Duration::MAX;
+}
+
+#[test]
+#[should_panic(expected = "overflow when adding a duration to an Instant")]
+fn add_assign_past_the_representable_range_panics() {
+    let mut at = Instant::now();
+    at += Duration::MAX;
+}
+
+#[test]
+#[should_panic(expected = "overflow when subtracting a duration from an Instant")]
+fn subtracting_past_the_representable_range_panics() {
+    let _ = Instant::now() - Duration::MAX;
+}
+
+#[test]
+#[should_panic(expected = "overflow when subtracting a duration from an Instant")]
+fn sub_assign_past_the_representable_range_panics() {
+    let mut at = Instant::now();
+    at -= Duration::MAX;
+}
+
+#[test]
+fn converts_to_and_from_std() {
+    let std_now = std::time::Instant::now();
+    let ours = Instant::from_std(std_now);
+    assert_eq!(ours.into_std(), std_now);
+    assert_eq!(Instant::from(std_now), ours);
+    assert_eq!(std::time::Instant::from(ours), std_now);
+    assert_eq!(format!("{ours:?}"), format!("{std_now:?}"));
+}
+
+#[test]
+fn now_outside_a_runtime_is_the_system_clock() {
+    let before = std::time::Instant::now();
+    let now = Instant::now().into_std();
+    let after = std::time::Instant::now();
+    assert!(before <= now && now <= after);
+    let start = Instant::now();
+    std::thread::sleep(Duration::from_millis(2));
+    assert!(start.elapsed() >= Duration::from_millis(2));
+}
+
+#[test]
+fn now_inside_a_paused_runtime_reads_its_clock() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .start_paused(true)
+        .build()
+        .expect("a paused runtime");
+    let frozen = rt.block_on(async { Instant::now() });
+    std::thread::sleep(Duration::from_millis(5));
+    rt.block_on(async {
+        assert_eq!(Instant::now(), frozen, "the paused clock does not run");
+        assert_eq!(frozen.elapsed(), Duration::ZERO);
+    });
+    {
+        let _guard = rt.enter();
+        assert_eq!(Instant::now(), frozen, "under Handle::enter too");
+    }
+    assert!(Instant::now() > frozen, "outside, the system clock");
+}

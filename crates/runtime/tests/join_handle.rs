@@ -1,0 +1,203 @@
+//! `JoinHandle` and `JoinError`: the output through the handle (awaited in the runtime or
+//! on another thread), dropped exactly once whether the handle goes before or after the task
+//! completes, `is_finished`, `Debug`, and every accessor of `JoinError` for a cancelled and
+//! a panicked task: `is_cancelled`, `is_panic`, `into_panic`, `try_into_panic`, `task_id`,
+//! `Display`, and the conversion to `io::Error`.
+
+use std::any::Any;
+use std::future::pending;
+use std::io;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use escapement::{JoinError, JoinHandle, Runtime};
+
+fn runtime(workers: usize) -> Runtime {
+    escapement::Builder::new()
+        .worker_threads(workers)
+        .build()
+        .expect("a runtime")
+}
+
+/// Waits (really) until the task finished, with a bound that only catches hangs.
+fn wait_finished<T>(handle: &JoinHandle<T>) {
+    let start = std::time::Instant::now();
+    while !handle.is_finished() {
+        assert!(start.elapsed() < Duration::from_secs(10), "the task hung");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn cancelled_error() -> JoinError {
+    let rt = runtime(1);
+    let task = rt.spawn(pending::<()>());
+    task.abort();
+    rt.block_on(task).expect_err("the task was aborted")
+}
+
+fn panic_error<P: Any + Send + 'static>(payload: P) -> JoinError {
+    let rt = runtime(1);
+    let task = rt.spawn(async move { panic::panic_any(payload) });
+    rt.block_on(task).expect_err("the task panicked")
+}
+
+#[test]
+fn the_handle_gives_the_output() {
+    let rt = runtime(2);
+    let task = rt.spawn(async { vec![1, 2, 3] });
+    assert_eq!(rt.block_on(task).expect("completes"), [1, 2, 3]);
+}
+
+#[test]
+fn the_handle_can_be_awaited_on_another_thread() {
+    let rt = runtime(2);
+    let task = rt.spawn(async { String::from("across") });
+    let output = std::thread::spawn(move || futures::executor::block_on(task))
+        .join()
+        .expect("the thread ran");
+    assert_eq!(output.expect("completes"), "across");
+}
+
+/// Counts its drops.
+struct DropCounter(Arc<AtomicUsize>);
+
+impl Drop for DropCounter {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn outputs_are_dropped_exactly_once_however_the_handle_goes() {
+    for workers in [1, 4] {
+        let rt = runtime(workers);
+        let drops = Arc::new(AtomicUsize::new(0));
+        let handles: Vec<_> = (0..3_000u32)
+            .map(|i| {
+                let drops = drops.clone();
+                rt.spawn(async move {
+                    if i % 2 == 0 {
+                        escapement::task::yield_now().await;
+                    }
+                    DropCounter(drops)
+                })
+            })
+            .collect();
+        // A third dropped at once (likely before completion), a third from another thread
+        // while tasks complete, a third awaited and their outputs dropped here.
+        let mut rest = Vec::new();
+        let mut elsewhere = Vec::new();
+        for (i, handle) in handles.into_iter().enumerate() {
+            match i % 3 {
+                0 => drop(handle),
+                1 => elsewhere.push(handle),
+                _ => rest.push(handle),
+            }
+        }
+        std::thread::spawn(move || drop(elsewhere))
+            .join()
+            .expect("dropped on another thread");
+        for handle in rest {
+            drop(rt.block_on(handle).expect("completes"));
+        }
+        drop(rt);
+        assert_eq!(drops.load(Ordering::SeqCst), 3_000, "{workers} workers");
+    }
+}
+
+#[test]
+fn is_finished_follows_the_task() {
+    let rt = runtime(2);
+    let (tx, rx) = futures::channel::oneshot::channel::<()>();
+    let task = rt.spawn(async move {
+        rx.await.expect("the sender sends");
+        11
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!task.is_finished(), "waiting on the channel");
+    assert!(format!("{task:?}").contains("JoinHandle"));
+    tx.send(()).expect("the task waits");
+    wait_finished(&task);
+    assert!(task.is_finished());
+    assert_eq!(rt.block_on(task).expect("completes"), 11);
+}
+
+#[test]
+fn a_cancelled_error_says_so() {
+    let error = cancelled_error();
+    assert!(error.is_cancelled());
+    assert!(!error.is_panic());
+    let id = error.task_id();
+    assert_eq!(error.to_string(), format!("task {id} was cancelled"));
+    assert!(format!("{error:?}").contains("Cancelled"));
+    let error = error
+        .try_into_panic()
+        .expect_err("a cancelled task has no panic payload");
+    assert!(error.is_cancelled(), "try_into_panic gives the error back");
+    let io_error = io::Error::from(error);
+    assert_eq!(io_error.kind(), io::ErrorKind::Other);
+    assert!(io_error.to_string().contains("was cancelled"));
+}
+
+#[test]
+#[should_panic(expected = "called on a task that was cancelled")]
+fn into_panic_on_a_cancelled_error_panics() {
+    let _ = cancelled_error().into_panic();
+}
+
+#[test]
+fn a_panic_error_carries_the_payload() {
+    let error = panic_error("boom");
+    assert!(error.is_panic());
+    assert!(!error.is_cancelled());
+    let id = error.task_id();
+    assert_eq!(
+        error.to_string(),
+        format!("task {id} panicked with message \"boom\"")
+    );
+    assert!(format!("{error:?}").contains("boom"));
+    let payload = error.into_panic();
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"boom"));
+}
+
+#[test]
+fn a_formatted_panic_message_is_kept() {
+    let rt = runtime(1);
+    let code = 7;
+    let task = rt.spawn(async move { panic!("failed with code {code}") });
+    let error = rt.block_on(task).expect_err("the task panicked");
+    assert!(error.to_string().contains("failed with code 7"), "{error}");
+    let payload = error.try_into_panic().expect("a panic payload");
+    assert_eq!(
+        payload.downcast_ref::<String>().map(String::as_str),
+        Some("failed with code 7")
+    );
+}
+
+#[test]
+fn a_non_string_payload_is_kept_and_can_be_resumed() {
+    let error = panic_error(42u32);
+    let id = error.task_id();
+    assert_eq!(error.to_string(), format!("task {id} panicked"));
+    let payload = error.into_panic();
+    let resumed = panic::catch_unwind(AssertUnwindSafe(|| panic::resume_unwind(payload)))
+        .expect_err("resume_unwind panics again");
+    assert_eq!(resumed.downcast_ref::<u32>(), Some(&42));
+}
+
+#[test]
+fn task_ids_are_unique() {
+    let rt = runtime(2);
+    let mut ids: Vec<u64> = (0..50)
+        .map(|_| {
+            let task = rt.spawn(pending::<()>());
+            task.abort();
+            rt.block_on(task).expect_err("aborted").task_id()
+        })
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 50);
+}

@@ -1,0 +1,301 @@
+//! Programmer errors panic with a clear message, at the caller: the runtime functions called
+//! outside a runtime (`spawn`, `Handle::current`, `sleep`, `sleep_until`, `timeout`,
+//! `timeout_at`, `interval`, `interval_at`, `pause`, `resume`, `advance`); pausing twice,
+//! resuming or advancing an unpaused clock; a zero interval period; a nested `block_on` or
+//! one on a worker thread; zero worker threads; an `advance` whose clock was resumed before
+//! it ran; a `JoinHandle` polled after it completed.
+//!
+//! Each has a `#[should_panic]` test on a substring of its message; the last test checks,
+//! through a panic hook that records locations, that the `#[track_caller]` functions report
+//! the caller's location rather than one inside the crate.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::Once;
+use std::task::{Context, Poll};
+
+use escapement::time::{
+    self, interval, interval_at, sleep, sleep_until, timeout, timeout_at, Duration, Instant,
+};
+use escapement::{Handle, Runtime};
+use futures::task::noop_waker_ref;
+
+const OUTSIDE: &str = "must be called from inside an escapement runtime";
+
+fn runtime() -> Runtime {
+    escapement::Builder::new()
+        .worker_threads(1)
+        .build()
+        .expect("a runtime")
+}
+
+#[test]
+#[should_panic(expected = "escapement::spawn must be called from inside an escapement runtime")]
+fn spawn_outside_a_runtime() {
+    drop(escapement::spawn(async {}));
+}
+
+#[test]
+#[should_panic(
+    expected = "escapement::Handle::current must be called from inside an escapement runtime"
+)]
+fn handle_current_outside_a_runtime() {
+    let _ = Handle::current();
+}
+
+#[test]
+#[should_panic(
+    expected = "escapement::time::sleep must be called from inside an escapement runtime"
+)]
+fn sleep_outside_a_runtime() {
+    drop(sleep(Duration::from_millis(1)));
+}
+
+#[test]
+#[should_panic(
+    expected = "escapement::time::sleep_until must be called from inside an escapement runtime"
+)]
+fn sleep_until_outside_a_runtime() {
+    drop(sleep_until(Instant::now()));
+}
+
+#[test]
+#[should_panic(
+    expected = "escapement::time::timeout must be called from inside an escapement runtime"
+)]
+fn timeout_outside_a_runtime() {
+    drop(timeout(Duration::from_millis(1), async {}));
+}
+
+#[test]
+#[should_panic(
+    expected = "escapement::time::timeout_at must be called from inside an escapement runtime"
+)]
+fn timeout_at_outside_a_runtime() {
+    drop(timeout_at(Instant::now(), async {}));
+}
+
+#[test]
+#[should_panic(expected = "must be called from inside an escapement runtime")]
+fn interval_outside_a_runtime() {
+    let _ = interval(Duration::from_millis(1));
+}
+
+#[test]
+#[should_panic(expected = "must be called from inside an escapement runtime")]
+fn interval_at_outside_a_runtime() {
+    let _ = interval_at(Instant::now(), Duration::from_millis(1));
+}
+
+#[test]
+#[should_panic(
+    expected = "escapement::time::pause must be called from inside an escapement runtime"
+)]
+fn pause_outside_a_runtime() {
+    time::pause();
+}
+
+#[test]
+#[should_panic(
+    expected = "escapement::time::resume must be called from inside an escapement runtime"
+)]
+fn resume_outside_a_runtime() {
+    time::resume();
+}
+
+#[test]
+#[should_panic(
+    expected = "escapement::time::advance must be called from inside an escapement runtime"
+)]
+fn advance_outside_a_runtime() {
+    drop(time::advance(Duration::from_millis(1)));
+}
+
+#[test]
+#[should_panic(expected = "escapement::time::pause: the clock is already paused")]
+fn pausing_twice() {
+    runtime().block_on(async {
+        time::pause();
+        time::pause();
+    });
+}
+
+#[test]
+#[should_panic(expected = "escapement::time::pause: the clock is already paused")]
+fn pausing_a_runtime_that_started_paused() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .start_paused(true)
+        .build()
+        .expect("a paused runtime");
+    rt.block_on(async { time::pause() });
+}
+
+#[test]
+#[should_panic(expected = "escapement::time::resume: the clock is not paused")]
+fn resuming_a_running_clock() {
+    runtime().block_on(async { time::resume() });
+}
+
+#[test]
+#[should_panic(expected = "escapement::time::resume: the clock is not paused")]
+fn resuming_twice() {
+    runtime().block_on(async {
+        time::pause();
+        time::resume();
+        time::resume();
+    });
+}
+
+#[test]
+#[should_panic(expected = "escapement::time::advance: the clock is not paused")]
+fn advancing_a_running_clock() {
+    runtime().block_on(async {
+        drop(time::advance(Duration::from_millis(1)));
+    });
+}
+
+#[test]
+#[should_panic(expected = "the clock was resumed before the advance ran")]
+fn an_advance_polled_after_resume() {
+    runtime().block_on(async {
+        time::pause();
+        let advance = time::advance(Duration::from_millis(1));
+        time::resume();
+        advance.await;
+    });
+}
+
+#[test]
+#[should_panic(expected = "`period` must be non-zero")]
+fn a_zero_interval_period() {
+    runtime().block_on(async {
+        let _ = interval(Duration::ZERO);
+    });
+}
+
+#[test]
+#[should_panic(expected = "Runtime::block_on was called inside another block_on")]
+fn a_nested_block_on() {
+    let outer = runtime();
+    let inner = runtime();
+    outer.block_on(async { inner.block_on(async {}) });
+}
+
+#[test]
+fn block_on_on_a_worker_thread() {
+    let rt = runtime();
+    let other = runtime();
+    let outcome = rt.block_on(rt.spawn(async move { other.block_on(async {}) }));
+    let payload = outcome.expect_err("the task panicked").into_panic();
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .expect("a string message")
+        .to_owned();
+    assert!(
+        message.contains("Runtime::block_on was called on a runtime worker thread"),
+        "{message}"
+    );
+}
+
+#[test]
+#[should_panic(expected = "a runtime needs at least one worker thread")]
+fn zero_worker_threads() {
+    let _ = escapement::Builder::new().worker_threads(0);
+}
+
+#[test]
+#[should_panic(expected = "a JoinHandle was polled after it returned Ready")]
+fn polling_a_join_handle_after_it_completed() {
+    let rt = runtime();
+    let mut task = rt.spawn(async { 1 });
+    let mut cx = Context::from_waker(noop_waker_ref());
+    let begin = std::time::Instant::now();
+    loop {
+        if let Poll::Ready(output) = Pin::new(&mut task).poll(&mut cx) {
+            assert_eq!(output.expect("completes"), 1);
+            break;
+        }
+        assert!(begin.elapsed() < Duration::from_secs(10), "hung");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let _ = Pin::new(&mut task).poll(&mut cx);
+}
+
+thread_local! {
+    /// The file and line of the last panic on this thread.
+    static LAST_PANIC_AT: RefCell<Option<(String, u32)>> = const { RefCell::new(None) };
+}
+
+/// Installs, once, a panic hook that records where each panic happened (per thread) and
+/// then runs the previous hook.
+fn record_panic_locations() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if let Some(location) = info.location() {
+                let at = (location.file().to_owned(), location.line());
+                LAST_PANIC_AT.with(|last| *last.borrow_mut() = Some(at));
+            }
+            previous(info);
+        }));
+    });
+}
+
+/// Runs `f`, which must panic with a message containing `expected`; returns the panic's
+/// file and line.
+fn panic_location(expected: &str, f: impl FnOnce()) -> (String, u32) {
+    record_panic_locations();
+    let payload = panic::catch_unwind(AssertUnwindSafe(f)).expect_err("it panicked");
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .expect("a string message");
+    assert!(message.contains(expected), "{message:?} lacks {expected:?}");
+    LAST_PANIC_AT
+        .with(|last| last.borrow_mut().take())
+        .expect("the hook recorded the location")
+}
+
+/// Asserts that the panic of `f` (a closure in this file) is reported in this file, at the
+/// call in the closure, not inside the crate.
+fn panics_here(expected: &str, f: impl FnOnce()) {
+    let (file, line) = panic_location(expected, f);
+    assert!(
+        file.ends_with("misuse_panics.rs"),
+        "{expected:?} reported at {file}:{line}, not at the caller"
+    );
+}
+
+#[test]
+fn panics_are_reported_at_the_caller() {
+    let d = Duration::from_millis(1);
+    panics_here(OUTSIDE, || drop(escapement::spawn(async {})));
+    panics_here(OUTSIDE, || drop(Handle::current()));
+    panics_here(OUTSIDE, || drop(sleep(d)));
+    panics_here(OUTSIDE, || drop(sleep_until(Instant::now())));
+    panics_here(OUTSIDE, || drop(timeout(d, async {})));
+    panics_here(OUTSIDE, || drop(timeout_at(Instant::now(), async {})));
+    panics_here(OUTSIDE, || drop(interval(d)));
+    panics_here(OUTSIDE, || drop(interval_at(Instant::now(), d)));
+    panics_here(OUTSIDE, || time::pause());
+    panics_here(OUTSIDE, || time::resume());
+    panics_here(OUTSIDE, || drop(time::advance(d)));
+    panics_here("must be non-zero", || drop(interval(Duration::ZERO)));
+    let mut builder = escapement::Builder::new();
+    panics_here("at least one worker", || _ = builder.worker_threads(0));
+
+    let rt = runtime();
+    let _guard = rt.enter();
+    panics_here("is not paused", || time::resume());
+    panics_here("is not paused", || drop(time::advance(d)));
+    time::pause();
+    panics_here("already paused", || time::pause());
+    time::resume();
+}

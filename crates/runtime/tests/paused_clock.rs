@@ -1,0 +1,293 @@
+//! `time::pause`, `time::resume`, `time::advance` and `Builder::start_paused`: a paused clock
+//! is frozen and `Instant::now` reads it; `advance(d)` moves it by exactly `d` (to the
+//! nanosecond) and, before it completes, fires every timer due by then and wakes its waker
+//! (checked with counting wakers registered from tasks on 4 workers); `pause` mid-run
+//! freezes on a tick boundary and `resume` lets the clock run on from where it stood. (An
+//! `advance` racing worker 0's own timer processing is `paused_advance_race.rs`.)
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use escapement::time::{self, sleep, sleep_until, Instant, Sleep};
+use escapement::Runtime;
+
+fn paused(workers: usize) -> Runtime {
+    escapement::Builder::new()
+        .worker_threads(workers)
+        .start_paused(true)
+        .build()
+        .expect("a paused runtime")
+}
+
+fn running(workers: usize) -> Runtime {
+    escapement::Builder::new()
+        .worker_threads(workers)
+        .build()
+        .expect("a runtime")
+}
+
+/// A waker that counts its wakes.
+#[derive(Default)]
+struct CountingWaker(AtomicUsize);
+
+impl CountingWaker {
+    fn waker() -> (Arc<CountingWaker>, Waker) {
+        let counter = Arc::new(CountingWaker::default());
+        (counter.clone(), Waker::from(counter))
+    }
+
+    fn wakes(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn poll_once(sleep: Pin<&mut Sleep>, waker: &Waker) -> Poll<()> {
+    sleep.poll(&mut Context::from_waker(waker))
+}
+
+/// A sleep registered (polled once) with a counting waker.
+struct Registered {
+    deadline: Instant,
+    sleep: Pin<Box<Sleep>>,
+    counter: Arc<CountingWaker>,
+}
+
+fn register(deadline: Instant) -> Registered {
+    let mut sleep = Box::pin(sleep_until(deadline));
+    let (counter, waker) = CountingWaker::waker();
+    assert_eq!(poll_once(sleep.as_mut(), &waker), Poll::Pending);
+    Registered {
+        deadline,
+        sleep,
+        counter,
+    }
+}
+
+#[test]
+fn a_paused_clock_is_frozen() {
+    let rt = paused(2);
+    rt.block_on(async {
+        let frozen = Instant::now();
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(Instant::now(), frozen);
+        let in_task = escapement::spawn(async { Instant::now() })
+            .await
+            .expect("the task completes");
+        assert_eq!(in_task, frozen, "the same clock on every worker");
+    });
+}
+
+#[test]
+fn advance_moves_the_clock_by_exactly_the_duration() {
+    let rt = paused(4);
+    rt.block_on(async {
+        let start = Instant::now();
+        time::advance(Duration::from_nanos(1_234_567)).await;
+        assert_eq!(start.elapsed(), Duration::from_nanos(1_234_567));
+        time::advance(Duration::from_nanos(1)).await;
+        assert_eq!(start.elapsed(), Duration::from_nanos(1_234_568));
+        time::advance(Duration::ZERO).await;
+        assert_eq!(start.elapsed(), Duration::from_nanos(1_234_568));
+        time::advance(Duration::from_secs(86_400)).await;
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_secs(86_400) + Duration::from_nanos(1_234_568)
+        );
+    });
+}
+
+#[test]
+fn advance_fires_exactly_the_timers_due_by_then() {
+    let rt = paused(1);
+    rt.block_on(async {
+        let start = Instant::now();
+        let one = register(start + Duration::from_millis(1));
+        let one_and_a_half = register(start + Duration::from_micros(1_500));
+        let two = register(start + Duration::from_millis(2));
+        time::advance(Duration::from_micros(1_500)).await;
+        assert_eq!(one.counter.wakes(), 1);
+        assert_eq!(
+            one_and_a_half.counter.wakes(),
+            0,
+            "its deadline rounds up to the 2 ms tick"
+        );
+        assert_eq!(two.counter.wakes(), 0);
+        time::advance(Duration::from_micros(500)).await;
+        assert_eq!(one_and_a_half.counter.wakes(), 1);
+        assert_eq!(two.counter.wakes(), 1);
+        assert!(one.sleep.is_elapsed() && one_and_a_half.sleep.is_elapsed());
+    });
+}
+
+#[test]
+fn advance_wakes_every_due_timer_registered_on_any_worker() {
+    let rt = paused(4);
+    rt.block_on(async {
+        let start = Instant::now();
+        let tasks: Vec<_> = (0..64u64)
+            .map(|i| {
+                escapement::spawn(async move {
+                    (0..50u64)
+                        .map(|j| register(start + Duration::from_micros(1 + (i * 50 + j) * 97)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut timers = Vec::new();
+        for task in tasks {
+            timers.extend(task.await.expect("registered"));
+        }
+        for step_ms in [3u64, 17, 60, 150, 311] {
+            time::advance(Duration::from_millis(step_ms)).await;
+            let now = Instant::now();
+            for timer in &timers {
+                let due = tick_due(start, timer.deadline, now);
+                assert_eq!(
+                    timer.counter.wakes(),
+                    usize::from(due),
+                    "deadline {:?} at {:?}",
+                    timer.deadline - start,
+                    now - start
+                );
+                assert_eq!(timer.sleep.is_elapsed(), due);
+            }
+        }
+    });
+}
+
+/// Whether a deadline rounded up to a whole millisecond after `start` has been reached.
+fn tick_due(start: Instant, deadline: Instant, now: Instant) -> bool {
+    let deadline_ms = (deadline - start).as_nanos().div_ceil(1_000_000);
+    let now_ms = (now - start).as_nanos() / 1_000_000;
+    deadline_ms <= now_ms
+}
+
+#[test]
+fn advance_wakes_the_tasks_of_due_sleeps_before_it_completes() {
+    let rt = paused(4);
+    rt.block_on(async {
+        let start = Instant::now();
+        let registered = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = (1..=40u64)
+            .map(|i| {
+                let registered = registered.clone();
+                escapement::spawn(async move {
+                    let mut delay = Box::pin(sleep(Duration::from_millis(5 * i)));
+                    std::future::poll_fn(|cx| {
+                        let _ = delay.as_mut().poll(cx);
+                        Poll::Ready(())
+                    })
+                    .await;
+                    registered.fetch_add(1, Ordering::SeqCst);
+                    delay.await;
+                    Instant::now()
+                })
+            })
+            .collect();
+        while registered.load(Ordering::SeqCst) < 40 {
+            escapement::task::yield_now().await;
+        }
+        time::advance(Duration::from_millis(100)).await;
+        let now = start + Duration::from_millis(100);
+        for (i, task) in (1..=40u64).zip(tasks) {
+            if 5 * i <= 100 {
+                assert_eq!(task.await.expect("completes"), now, "woke at the advance");
+            } else {
+                assert!(!task.is_finished());
+            }
+        }
+    });
+}
+
+#[test]
+fn pause_mid_run_freezes_on_a_tick_boundary() {
+    let rt = running(2);
+    rt.block_on(async {
+        std::thread::sleep(Duration::from_micros(1_300));
+        time::pause();
+        let frozen = Instant::now();
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(Instant::now(), frozen, "frozen");
+        // A whole-tick sleep from a tick boundary takes exactly its duration.
+        sleep(Duration::from_millis(3)).await;
+        assert_eq!(frozen.elapsed(), Duration::from_millis(3));
+        time::advance(Duration::from_millis(7)).await;
+        assert_eq!(frozen.elapsed(), Duration::from_millis(10));
+        time::resume();
+    });
+}
+
+#[test]
+fn resume_lets_the_clock_run_on_from_where_it_stood() {
+    let rt = paused(2);
+    rt.block_on(async {
+        let start = Instant::now();
+        time::advance(Duration::from_secs(10)).await;
+        time::resume();
+        let resumed = Instant::now();
+        assert!(
+            resumed >= start + Duration::from_secs(10),
+            "never backwards"
+        );
+        let real = std::time::Instant::now();
+        sleep(Duration::from_millis(20)).await;
+        assert!(
+            real.elapsed() >= Duration::from_millis(20),
+            "sleeps take real time again"
+        );
+        assert!(resumed.elapsed() >= Duration::from_millis(20));
+        assert!(real.elapsed() < Duration::from_secs(10), "hung");
+        time::pause();
+        let paused_again = Instant::now();
+        assert!(paused_again >= resumed + Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(3));
+        assert_eq!(Instant::now(), paused_again);
+        time::resume();
+    });
+}
+
+#[test]
+fn pause_applies_to_the_whole_runtime() {
+    let rt = running(3);
+    rt.block_on(async {
+        escapement::spawn(async { time::pause() })
+            .await
+            .expect("paused from a task");
+        let frozen = Instant::now();
+        std::thread::sleep(Duration::from_millis(3));
+        assert_eq!(Instant::now(), frozen);
+        let in_task = escapement::spawn(async { Instant::now() })
+            .await
+            .expect("the task completes");
+        assert_eq!(in_task, frozen);
+        time::resume();
+    });
+}
+
+#[test]
+fn a_runtime_that_does_not_start_paused_runs_on_the_real_clock() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .start_paused(false)
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        let start = Instant::now();
+        std::thread::sleep(Duration::from_millis(3));
+        assert!(start.elapsed() >= Duration::from_millis(3));
+    });
+}

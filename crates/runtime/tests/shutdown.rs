@@ -1,0 +1,299 @@
+//! Shutting a runtime down: dropping it cancels every task (their futures are dropped, their
+//! join handles report cancellation, nothing they held leaks), wakes the sleeps held outside
+//! its tasks, and refuses later spawns; a `Sleep` polled after its runtime shut down panics
+//! (as `Sleep`'s docs say) unless it had already fired; `shutdown_timeout` returns after
+//! about its timeout when a task is blocked in `std::thread::sleep`. (Tasks holding armed
+//! timers at shutdown are `task_drop_in_place.rs` and `shutdown_many_timers.rs`.)
+
+use std::future::{pending, Future};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use escapement::time::{sleep, Sleep};
+use escapement::{Handle, Runtime};
+
+fn runtime(workers: usize) -> Runtime {
+    escapement::Builder::new()
+        .worker_threads(workers)
+        .build()
+        .expect("a runtime")
+}
+
+/// A waker that counts its wakes.
+#[derive(Default)]
+struct CountingWaker(AtomicUsize);
+
+impl CountingWaker {
+    fn waker() -> (Arc<CountingWaker>, Waker) {
+        let counter = Arc::new(CountingWaker::default());
+        (counter.clone(), Waker::from(counter))
+    }
+
+    fn wakes(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn poll_once(sleep: Pin<&mut Sleep>, waker: &Waker) -> Poll<()> {
+    sleep.poll(&mut Context::from_waker(waker))
+}
+
+/// Counts its drops.
+struct DropCounter(Arc<AtomicUsize>);
+
+impl Drop for DropCounter {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn dropping_the_runtime_cancels_waiting_tasks_and_drops_their_futures() {
+    for workers in [1, 4] {
+        let rt = runtime(workers);
+        let drops = Arc::new(AtomicUsize::new(0));
+        let shared = Arc::new(());
+        let (_tx, rx) = futures::channel::oneshot::channel::<()>();
+        let rx = futures::FutureExt::shared(rx);
+        let tasks: Vec<_> = (0..1_000)
+            .map(|_| {
+                let counter = DropCounter(drops.clone());
+                let shared = shared.clone();
+                let rx = rx.clone();
+                rt.spawn(async move {
+                    let _counter = counter;
+                    let _shared = shared;
+                    let _ = rx.await;
+                })
+            })
+            .collect();
+        let start = std::time::Instant::now();
+        drop(rt);
+        assert!(start.elapsed() < Duration::from_secs(20), "shutdown hung");
+        assert_eq!(drops.load(Ordering::SeqCst), 1_000, "{workers} workers");
+        assert_eq!(
+            Arc::strong_count(&shared),
+            1,
+            "nothing the tasks held leaked"
+        );
+        for task in tasks {
+            assert!(task.is_finished());
+            let error = futures::executor::block_on(task).expect_err("cancelled");
+            assert!(error.is_cancelled());
+        }
+    }
+}
+
+#[test]
+fn shutdown_wakes_sleeps_held_outside_the_tasks() {
+    let rt = runtime(2);
+    let (counter, waker) = CountingWaker::waker();
+    let sleeps: Vec<Pin<Box<Sleep>>> = {
+        let _guard = rt.enter();
+        (0..100u64)
+            .map(|i| {
+                let mut delay = Box::pin(sleep(Duration::from_secs(60 + i)));
+                assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Pending);
+                delay
+            })
+            .collect()
+    };
+    drop(rt);
+    assert_eq!(counter.wakes(), 100, "every pending sleep was woken");
+    assert!(sleeps.iter().all(|delay| !delay.is_elapsed()), "none fired");
+    drop(sleeps);
+}
+
+#[test]
+#[should_panic(expected = "polled after the escapement runtime that created it shut down")]
+fn polling_a_pending_sleep_after_shutdown_panics() {
+    let rt = runtime(1);
+    let (_counter, waker) = CountingWaker::waker();
+    let mut delay = {
+        let _guard = rt.enter();
+        Box::pin(sleep(Duration::from_secs(60)))
+    };
+    assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Pending);
+    drop(rt);
+    let _ = poll_once(delay.as_mut(), &waker);
+}
+
+#[test]
+#[should_panic(expected = "polled after the escapement runtime that created it shut down")]
+fn polling_a_never_polled_sleep_after_shutdown_panics() {
+    let rt = runtime(1);
+    let (_counter, waker) = CountingWaker::waker();
+    let mut delay = {
+        let _guard = rt.enter();
+        Box::pin(sleep(Duration::from_secs(60)))
+    };
+    drop(rt);
+    let _ = poll_once(delay.as_mut(), &waker);
+}
+
+#[test]
+fn a_sleep_that_fired_before_shutdown_stays_ready() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .start_paused(true)
+        .build()
+        .expect("a paused runtime");
+    let (_counter, waker) = CountingWaker::waker();
+    let mut delay = {
+        let _guard = rt.enter();
+        Box::pin(sleep(Duration::from_millis(5)))
+    };
+    rt.block_on(delay.as_mut());
+    drop(rt);
+    assert!(delay.is_elapsed());
+    assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Ready(()));
+}
+
+#[test]
+fn spawning_after_shutdown_cancels_the_task_at_once() {
+    let rt = runtime(2);
+    let handle = rt.handle().clone();
+    drop(rt);
+    let ran = Arc::new(AtomicBool::new(false));
+    let task = {
+        let ran = ran.clone();
+        handle.spawn(async move { ran.store(true, Ordering::SeqCst) })
+    };
+    assert!(task.is_finished());
+    let error = futures::executor::block_on(task).expect_err("cancelled");
+    assert!(error.is_cancelled());
+    assert!(!ran.load(Ordering::SeqCst));
+}
+
+/// Spawns a task from its destructor, as cleanup code might.
+struct SpawnOnDrop(Handle);
+
+impl Drop for SpawnOnDrop {
+    fn drop(&mut self) {
+        drop(self.0.spawn(async {}));
+    }
+}
+
+#[test]
+fn a_task_spawned_during_shutdown_does_not_hang_it() {
+    for workers in [1, 3] {
+        let rt = runtime(workers);
+        for _ in 0..100 {
+            let spawner = SpawnOnDrop(rt.handle().clone());
+            drop(rt.spawn(async move {
+                let _spawner = spawner;
+                pending::<()>().await;
+            }));
+        }
+        let start = std::time::Instant::now();
+        drop(rt);
+        assert!(start.elapsed() < Duration::from_secs(20), "shutdown hung");
+    }
+}
+
+#[test]
+fn the_runtime_can_be_dropped_on_another_thread() {
+    let rt = runtime(2);
+    let task = rt.spawn(pending::<()>());
+    std::thread::spawn(move || drop(rt))
+        .join()
+        .expect("the runtime was dropped there");
+    assert!(futures::executor::block_on(task)
+        .expect_err("cancelled")
+        .is_cancelled());
+}
+
+#[test]
+fn shutdown_timeout_with_a_blocked_task_returns_after_about_the_timeout() {
+    let rt = runtime(2);
+    let blocking = Arc::new(AtomicBool::new(false));
+    {
+        let blocking = blocking.clone();
+        drop(rt.spawn(async move {
+            blocking.store(true, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_secs(30));
+        }));
+    }
+    let begin = std::time::Instant::now();
+    while !blocking.load(Ordering::SeqCst) {
+        assert!(
+            begin.elapsed() < Duration::from_secs(10),
+            "the task never started"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let timeout = Duration::from_millis(200);
+    let start = std::time::Instant::now();
+    rt.shutdown_timeout(timeout);
+    let took = start.elapsed();
+    assert!(took >= timeout, "returned before the timeout: {took:?}");
+    assert!(
+        took < Duration::from_secs(15),
+        "waited for the blocked task: {took:?}"
+    );
+}
+
+#[test]
+fn shutdown_timeout_with_idle_workers_returns() {
+    let rt = runtime(3);
+    rt.block_on(async { sleep(Duration::from_millis(1)).await });
+    let start = std::time::Instant::now();
+    rt.shutdown_timeout(Duration::from_secs(30));
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "idle workers should exit without using the whole timeout"
+    );
+}
+
+#[test]
+fn tasks_woken_during_shutdown_do_not_crash_it() {
+    let rt = runtime(4);
+    let slots: Arc<Vec<Mutex<Option<Waker>>>> =
+        Arc::new((0..200).map(|_| Mutex::new(None)).collect());
+    for i in 0..200 {
+        let slots = slots.clone();
+        drop(rt.spawn(std::future::poll_fn(move |cx| {
+            *slots[i].lock().expect("not poisoned") = Some(cx.waker().clone());
+            Poll::<()>::Pending
+        })));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let stop = Arc::new(AtomicBool::new(false));
+    let waking = {
+        let slots = slots.clone();
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::SeqCst) {
+                for slot in slots.iter() {
+                    let waker = slot.lock().expect("not poisoned").clone();
+                    if let Some(waker) = waker {
+                        waker.wake();
+                    }
+                }
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(5));
+    drop(rt);
+    stop.store(true, Ordering::SeqCst);
+    waking.join().expect("the waking thread ran");
+    // The wakers outlive the runtime; waking and dropping them now is harmless.
+    for slot in slots.iter() {
+        if let Some(waker) = slot.lock().expect("not poisoned").take() {
+            waker.wake();
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! `Sleep::reset`: before the first poll, to an earlier deadline, to a later one (the
+//! lock-free path: the timer must not fire, nor its waker be woken, at the old deadline),
+//! after the timer fired (it is armed again), after it fired but before it was polled, and
+//! into the past (completes at the next poll). Exact times through the paused clock.
+
+use std::future::Future;
+use std::pin::{pin, Pin};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+
+use escapement::time::{self, sleep, Duration, Instant, Sleep};
+use escapement::Runtime;
+
+fn paused(workers: usize) -> Runtime {
+    escapement::Builder::new()
+        .worker_threads(workers)
+        .start_paused(true)
+        .build()
+        .expect("a paused runtime")
+}
+
+/// A waker that counts its wakes.
+#[derive(Default)]
+struct CountingWaker(AtomicUsize);
+
+impl CountingWaker {
+    fn waker() -> (Arc<CountingWaker>, Waker) {
+        let counter = Arc::new(CountingWaker::default());
+        (counter.clone(), Waker::from(counter))
+    }
+
+    fn wakes(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn poll_once(sleep: Pin<&mut Sleep>, waker: &Waker) -> Poll<()> {
+    sleep.poll(&mut Context::from_waker(waker))
+}
+
+#[test]
+fn reset_before_the_first_poll_uses_the_new_deadline() {
+    let rt = paused(1);
+    rt.block_on(async {
+        let start = Instant::now();
+        let mut delay = pin!(sleep(Duration::from_secs(10)));
+        delay.as_mut().reset(start + Duration::from_millis(40));
+        assert_eq!(delay.deadline(), start + Duration::from_millis(40));
+        delay.await;
+        assert_eq!(start.elapsed(), Duration::from_millis(40));
+    });
+}
+
+#[test]
+fn reset_to_an_earlier_deadline_fires_then() {
+    for workers in [1, 4] {
+        let rt = paused(workers);
+        rt.block_on(async {
+            let start = Instant::now();
+            let mut delay = pin!(sleep(Duration::from_secs(10)));
+            let (counter, waker) = CountingWaker::waker();
+            assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Pending);
+            delay.as_mut().reset(start + Duration::from_millis(25));
+            time::advance(Duration::from_millis(24)).await;
+            assert_eq!(counter.wakes(), 0, "not before the new deadline");
+            time::advance(Duration::from_millis(1)).await;
+            assert_eq!(counter.wakes(), 1, "woken at the new deadline");
+            assert!(delay.is_elapsed());
+            assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Ready(()));
+        });
+    }
+}
+
+#[test]
+fn reset_to_a_later_deadline_does_not_fire_at_the_old_one() {
+    for workers in [1, 4] {
+        let rt = paused(workers);
+        rt.block_on(async {
+            let start = Instant::now();
+            let mut delay = pin!(sleep(Duration::from_millis(100)));
+            let (counter, waker) = CountingWaker::waker();
+            assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Pending);
+            delay.as_mut().reset(start + Duration::from_millis(300));
+            time::advance(Duration::from_millis(100)).await;
+            assert_eq!(counter.wakes(), 0, "the old deadline passed silently");
+            assert!(!delay.is_elapsed());
+            assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Pending);
+            time::advance(Duration::from_millis(199)).await;
+            assert_eq!(counter.wakes(), 0);
+            time::advance(Duration::from_millis(1)).await;
+            assert_eq!(counter.wakes(), 1);
+            assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Ready(()));
+            assert_eq!(start.elapsed(), Duration::from_millis(300));
+        });
+    }
+}
+
+#[test]
+fn repeated_later_resets_fire_once_at_the_last_deadline() {
+    let rt = paused(2);
+    rt.block_on(async {
+        let start = Instant::now();
+        let mut delay = pin!(sleep(Duration::from_millis(10)));
+        let (counter, waker) = CountingWaker::waker();
+        assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Pending);
+        for step in 1..=50u64 {
+            delay
+                .as_mut()
+                .reset(start + Duration::from_millis(10 + 7 * step));
+        }
+        delay.as_mut().await;
+        assert_eq!(start.elapsed(), Duration::from_millis(360));
+        assert!(counter.wakes() <= 1);
+    });
+}
+
+#[test]
+fn reset_after_completion_arms_the_timer_again() {
+    let rt = paused(2);
+    rt.block_on(async {
+        let start = Instant::now();
+        let mut delay = pin!(sleep(Duration::from_millis(10)));
+        delay.as_mut().await;
+        assert!(delay.is_elapsed());
+        delay.as_mut().reset(start + Duration::from_millis(50));
+        assert!(!delay.is_elapsed(), "armed again");
+        delay.as_mut().await;
+        assert_eq!(start.elapsed(), Duration::from_millis(50));
+        // The waker registered before the reset is the one woken when it fires.
+        let (counter, waker) = CountingWaker::waker();
+        delay
+            .as_mut()
+            .reset(Instant::now() + Duration::from_millis(5));
+        assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Pending);
+        time::advance(Duration::from_millis(5)).await;
+        assert_eq!(counter.wakes(), 1);
+        assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Ready(()));
+    });
+}
+
+#[test]
+fn reset_after_firing_but_before_the_poll_waits_for_the_new_deadline() {
+    let rt = paused(1);
+    rt.block_on(async {
+        let start = Instant::now();
+        let mut delay = pin!(sleep(Duration::from_millis(10)));
+        let (counter, waker) = CountingWaker::waker();
+        assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Pending);
+        time::advance(Duration::from_millis(10)).await;
+        assert_eq!(counter.wakes(), 1, "fired");
+        delay.as_mut().reset(start + Duration::from_millis(30));
+        assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Pending);
+        time::advance(Duration::from_millis(20)).await;
+        assert_eq!(counter.wakes(), 2);
+        assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Ready(()));
+    });
+}
+
+#[test]
+fn reset_into_the_past_completes_at_the_next_poll_on_the_paused_clock() {
+    let rt = paused(2);
+    rt.block_on(async {
+        let start = Instant::now();
+        time::advance(Duration::from_millis(100)).await;
+        let mut delay = pin!(sleep(Duration::from_secs(60)));
+        let (_counter, waker) = CountingWaker::waker();
+        assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Pending);
+        delay.as_mut().reset(start + Duration::from_millis(50));
+        assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Ready(()));
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_millis(100),
+            "the clock did not move"
+        );
+    });
+}
+
+#[test]
+fn reset_into_the_past_completes_at_the_next_poll_on_the_real_clock() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        let mut delay = pin!(sleep(Duration::from_secs(60)));
+        let (_counter, waker) = CountingWaker::waker();
+        assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Pending);
+        // Hold the only worker, which fires the timers, inside a task poll: the timer can
+        // then complete at the next poll only if that poll sees the deadline has passed.
+        let (held, on_held) = std::sync::mpsc::channel();
+        let release = Arc::new(AtomicBool::new(false));
+        let holder = {
+            let release = release.clone();
+            escapement::spawn(async move {
+                held.send(()).expect("the test waits");
+                while !release.load(Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+            })
+        };
+        on_held.recv().expect("worker 0 is held");
+        std::thread::sleep(Duration::from_millis(30));
+        delay
+            .as_mut()
+            .reset(Instant::now() - Duration::from_millis(10));
+        let polled = poll_once(delay.as_mut(), &waker);
+        release.store(true, Ordering::SeqCst);
+        holder.await.expect("the holder completes");
+        assert_eq!(
+            polled,
+            Poll::Ready(()),
+            "Sleep::reset documents that a deadline in the past completes at the next poll"
+        );
+    });
+}
+
+#[test]
+fn resets_racing_the_driver_on_the_real_clock_are_never_early_nor_lost() {
+    let rt = escapement::Builder::new()
+        .worker_threads(3)
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..200u64)
+            .map(|i| {
+                escapement::spawn(async move {
+                    let mut delay = pin!(sleep(Duration::from_millis(1 + i % 3)));
+                    let (_counter, waker) = CountingWaker::waker();
+                    let _ = poll_once(delay.as_mut(), &waker);
+                    // Move the deadline later or earlier, right around the time the old one
+                    // fires.
+                    let deadline = if i % 2 == 0 {
+                        Instant::now() + Duration::from_millis(4 + i % 5)
+                    } else {
+                        Instant::now() + Duration::from_micros(200 * (i % 4))
+                    };
+                    std::thread::sleep(Duration::from_micros(300 * (i % 7)));
+                    delay.as_mut().reset(deadline);
+                    delay.await;
+                    assert!(
+                        Instant::now() >= deadline,
+                        "fired before the reset deadline"
+                    );
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.expect("no task panicked");
+        }
+    });
+}

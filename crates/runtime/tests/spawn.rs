@@ -1,0 +1,251 @@
+//! Spawning and the runtime context: `escapement::spawn`, `Runtime::spawn` and
+//! `Handle::spawn` from `block_on`, tasks and other threads; tasks spawning tasks; many tasks
+//! on 1 and 4 workers; `Handle::current`, `Handle::try_current` and `Handle::enter` (nested
+//! guards restore the previous runtime); `task::yield_now` letting other tasks run; and the
+//! worker thread names.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use escapement::{task, Handle, Runtime};
+use futures::task::noop_waker_ref;
+
+fn runtime(workers: usize) -> Runtime {
+    escapement::Builder::new()
+        .worker_threads(workers)
+        .build()
+        .expect("a runtime")
+}
+
+#[test]
+fn spawn_from_block_on_runs_the_task() {
+    for workers in [1, 4] {
+        let rt = runtime(workers);
+        let answer = rt.block_on(async { escapement::spawn(async { 6 * 7 }).await });
+        assert_eq!(answer.expect("the task completes"), 42);
+    }
+}
+
+#[test]
+fn runtime_and_handle_spawn_from_outside() {
+    let rt = runtime(2);
+    let from_runtime = rt.spawn(async { "runtime" });
+    let handle = rt.handle().clone();
+    let from_thread = std::thread::spawn(move || handle.spawn(async { "thread" }))
+        .join()
+        .expect("the thread spawned");
+    assert_eq!(rt.block_on(from_runtime).expect("completes"), "runtime");
+    assert_eq!(rt.block_on(from_thread).expect("completes"), "thread");
+}
+
+#[test]
+fn tasks_spawn_tasks() {
+    let rt = runtime(3);
+    let total = rt.block_on(async {
+        let outer: Vec<_> = (0..10u64)
+            .map(|i| {
+                escapement::spawn(async move {
+                    let inner: Vec<_> = (0..10u64)
+                        .map(|j| escapement::spawn(async move { i * 10 + j }))
+                        .collect();
+                    let mut sum = 0;
+                    for task in inner {
+                        sum += task.await.expect("inner task");
+                    }
+                    sum
+                })
+            })
+            .collect();
+        let mut sum = 0;
+        for task in outer {
+            sum += task.await.expect("outer task");
+        }
+        sum
+    });
+    assert_eq!(total, (0..100).sum::<u64>());
+}
+
+#[test]
+fn many_tasks_all_run_once() {
+    for workers in [1, 4] {
+        let rt = runtime(workers);
+        let runs = Arc::new(AtomicUsize::new(0));
+        rt.block_on(async {
+            let tasks: Vec<_> = (0..10_000)
+                .map(|_| {
+                    let runs = runs.clone();
+                    escapement::spawn(async move {
+                        runs.fetch_add(1, Ordering::SeqCst);
+                    })
+                })
+                .collect();
+            for task in tasks {
+                task.await.expect("the task completes");
+            }
+        });
+        assert_eq!(runs.load(Ordering::SeqCst), 10_000);
+    }
+}
+
+#[test]
+fn detached_tasks_still_run() {
+    let rt = runtime(2);
+    let (tx, rx) = std::sync::mpsc::channel();
+    for i in 0..100 {
+        let tx = tx.clone();
+        drop(rt.spawn(async move { tx.send(i).expect("the receiver lives") }));
+    }
+    drop(tx);
+    let mut got: Vec<i32> = rx.iter().collect();
+    got.sort_unstable();
+    assert_eq!(got, (0..100).collect::<Vec<_>>());
+}
+
+#[test]
+fn handle_current_is_the_runtime_of_block_on_and_of_its_tasks() {
+    let rt = runtime(2);
+    rt.block_on(async {
+        let handle = Handle::current();
+        let answer = handle
+            .spawn(async { Handle::current().spawn(async { 5 }).await })
+            .await;
+        assert_eq!(answer.expect("outer").expect("inner"), 5);
+    });
+}
+
+#[test]
+fn try_current_fails_outside_and_succeeds_inside() {
+    let error = Handle::try_current().expect_err("no runtime here");
+    assert_eq!(
+        error.to_string(),
+        "this thread is not in an escapement runtime"
+    );
+    let as_error: &dyn std::error::Error = &error;
+    assert!(as_error.source().is_none());
+    let rt = runtime(1);
+    rt.block_on(async {
+        assert!(Handle::try_current().is_ok());
+        let in_task = escapement::spawn(async { Handle::try_current().is_ok() }).await;
+        assert!(in_task.expect("the task completes"));
+    });
+    assert!(
+        Handle::try_current().is_err(),
+        "block_on leaves the context"
+    );
+}
+
+#[test]
+fn enter_makes_a_runtime_current_until_the_guard_drops() {
+    let rt = runtime(1);
+    {
+        let _guard = rt.handle().enter();
+        let task = escapement::spawn(async { 9 });
+        assert!(Handle::try_current().is_ok());
+        assert_eq!(rt.block_on(task).expect("completes"), 9);
+        assert!(
+            Handle::try_current().is_ok(),
+            "block_on restores the guard's runtime"
+        );
+    }
+    assert!(Handle::try_current().is_err());
+    let _guard = rt.enter();
+    let sleep = escapement::time::sleep(std::time::Duration::from_millis(1));
+    assert!(format!("{_guard:?}").contains("EnterGuard"));
+    drop(sleep);
+}
+
+/// The name prefix of the worker threads of the runtime current on this thread.
+fn current_runtime_name() -> String {
+    let handle = Handle::current();
+    let task = handle.spawn(async {
+        let name = std::thread::current().name().map(str::to_owned);
+        name.expect("worker threads are named")
+    });
+    let name = futures::executor::block_on(task).expect("the task completes");
+    name.rsplit_once('-').expect("name-N").0.to_owned()
+}
+
+#[test]
+fn nested_enter_guards_restore_the_previous_runtime() {
+    let named = |name: &str| {
+        escapement::Builder::new()
+            .worker_threads(1)
+            .thread_name(name)
+            .build()
+            .expect("a runtime")
+    };
+    let outer = named("outer");
+    let inner = named("inner");
+    let _outer_guard = outer.enter();
+    assert_eq!(current_runtime_name(), "outer");
+    {
+        let _inner_guard = inner.enter();
+        assert_eq!(current_runtime_name(), "inner");
+    }
+    assert_eq!(current_runtime_name(), "outer", "the outer one is back");
+}
+
+#[test]
+fn yield_now_is_pending_once_then_ready() {
+    let rt = runtime(1);
+    rt.block_on(async {
+        let mut cx = Context::from_waker(noop_waker_ref());
+        let mut yielding = pin!(task::yield_now());
+        assert_eq!(yielding.as_mut().poll(&mut cx), Poll::Pending);
+        assert_eq!(yielding.as_mut().poll(&mut cx), Poll::Ready(()));
+    });
+}
+
+#[test]
+fn yield_now_lets_other_tasks_run_on_a_single_worker() {
+    let rt = runtime(1);
+    let flag = Arc::new(AtomicBool::new(false));
+    let spins = rt.block_on(async {
+        let waiting = {
+            let flag = flag.clone();
+            escapement::spawn(async move {
+                let mut spins = 0u64;
+                while !flag.load(Ordering::SeqCst) {
+                    spins += 1;
+                    task::yield_now().await;
+                }
+                spins
+            })
+        };
+        let setter = {
+            let flag = flag.clone();
+            escapement::spawn(async move {
+                task::yield_now().await;
+                flag.store(true, Ordering::SeqCst);
+            })
+        };
+        setter.await.expect("the setter runs");
+        waiting.await.expect("the waiter sees the flag")
+    });
+    assert!(spins >= 1);
+}
+
+#[test]
+fn workers_carry_the_configured_thread_name() {
+    let rt = escapement::Builder::new()
+        .worker_threads(2)
+        .thread_name("probe")
+        .build()
+        .expect("a runtime");
+    let name = rt
+        .block_on(rt.spawn(async { std::thread::current().name().map(str::to_owned) }))
+        .expect("the task completes")
+        .expect("worker threads are named");
+    assert!(name == "probe-0" || name == "probe-1", "{name}");
+    assert!(format!("{:?}", escapement::Builder::new()).contains("Builder"));
+}
+
+#[test]
+fn the_default_runtime_runs_tasks() {
+    let rt = Runtime::new().expect("a runtime");
+    assert_eq!(rt.block_on(rt.spawn(async { 3 })).expect("completes"), 3);
+    assert!(format!("{rt:?}").contains("Runtime"));
+}

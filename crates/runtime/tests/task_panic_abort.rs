@@ -1,0 +1,269 @@
+//! Task panics and `JoinHandle::abort`: a panicking task does not kill its worker (more
+//! tasks run afterwards, on 1 and several workers); aborting a task that is idle (waiting on
+//! a channel), running (inside its poll), not yet polled, or finished (keeps its output);
+//! aborting from another thread and twice; the aborted future is dropped; a panic in the
+//! drop of an aborted future becomes a panic `JoinError`. (Aborting a task that holds an
+//! armed timer is `task_drop_in_place.rs`.)
+
+use std::future::{pending, Future};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use escapement::time::sleep;
+use escapement::{JoinHandle, Runtime};
+use futures::FutureExt;
+
+fn runtime(workers: usize) -> Runtime {
+    escapement::Builder::new()
+        .worker_threads(workers)
+        .build()
+        .expect("a runtime")
+}
+
+/// Counts its drops.
+struct DropCounter(Arc<AtomicUsize>);
+
+impl Drop for DropCounter {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Waits (really) until `done` holds, with a bound that only catches hangs.
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "hung waiting: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn wait_finished<T>(handle: &JoinHandle<T>) {
+    wait_until("the task to finish", || handle.is_finished());
+}
+
+#[test]
+fn a_panicking_task_does_not_kill_its_worker() {
+    for workers in [1, 3] {
+        let rt = runtime(workers);
+        for round in 0..20 {
+            let boom = rt.spawn(async move { panic!("boom {round}") });
+            let error = rt.block_on(boom).expect_err("the task panicked");
+            assert!(error.is_panic());
+        }
+        let tasks: Vec<_> = (0..100).map(|i| rt.spawn(async move { i * 2 })).collect();
+        for (i, task) in tasks.into_iter().enumerate() {
+            assert_eq!(rt.block_on(task).expect("runs after the panics"), i * 2);
+        }
+        // Timers still fire on worker 0 after it ran panicking tasks.
+        rt.block_on(async {
+            escapement::spawn(sleep(Duration::from_millis(2)))
+                .await
+                .expect("sleeps");
+        });
+    }
+}
+
+#[test]
+fn a_panic_after_a_sleep_is_reported() {
+    let rt = runtime(2);
+    let task = rt.spawn(async {
+        sleep(Duration::from_millis(3)).await;
+        panic!("late");
+    });
+    let error = rt.block_on(task).expect_err("the task panicked");
+    assert!(error.is_panic());
+    assert!(error.to_string().contains("late"));
+}
+
+#[test]
+fn aborting_an_idle_task_cancels_it_and_drops_its_future() {
+    for workers in [1, 3] {
+        let rt = runtime(workers);
+        let drops = Arc::new(AtomicUsize::new(0));
+        let started = Arc::new(AtomicBool::new(false));
+        let (_tx, rx) = futures::channel::oneshot::channel::<()>();
+        let task = {
+            let counter = DropCounter(drops.clone());
+            let started = started.clone();
+            rt.spawn(async move {
+                let _counter = counter;
+                started.store(true, Ordering::SeqCst);
+                let _ = rx.await;
+            })
+        };
+        wait_until("the task to start", || started.load(Ordering::SeqCst));
+        task.abort();
+        wait_finished(&task);
+        assert_eq!(drops.load(Ordering::SeqCst), 1, "the future was dropped");
+        let error = rt.block_on(task).expect_err("aborted");
+        assert!(error.is_cancelled());
+    }
+}
+
+/// Signals that it is inside its poll, then spins there until told the abort happened.
+struct Running {
+    polling: Arc<AtomicBool>,
+    aborted: Arc<AtomicBool>,
+    _counter: DropCounter,
+}
+
+impl Future for Running {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.polling.store(true, Ordering::SeqCst);
+        while !self.aborted.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+#[test]
+fn aborting_a_running_task_cancels_it_when_its_poll_returns() {
+    for workers in [1, 2] {
+        let rt = runtime(workers);
+        let drops = Arc::new(AtomicUsize::new(0));
+        let polling = Arc::new(AtomicBool::new(false));
+        let aborted = Arc::new(AtomicBool::new(false));
+        let task = rt.spawn(Running {
+            polling: polling.clone(),
+            aborted: aborted.clone(),
+            _counter: DropCounter(drops.clone()),
+        });
+        wait_until("the poll to start", || polling.load(Ordering::SeqCst));
+        task.abort();
+        assert!(!task.is_finished(), "the poll is still running");
+        assert_eq!(
+            drops.load(Ordering::SeqCst),
+            0,
+            "not dropped under its poll"
+        );
+        aborted.store(true, Ordering::SeqCst);
+        wait_finished(&task);
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+        assert!(rt.block_on(task).expect_err("aborted").is_cancelled());
+    }
+}
+
+#[test]
+fn aborting_a_task_before_its_first_poll_never_polls_it() {
+    let rt = runtime(1);
+    let polled = Arc::new(AtomicBool::new(false));
+    let release = Arc::new(AtomicBool::new(false));
+    // Keep the only worker busy so the second task cannot start before the abort.
+    let blocker = {
+        let release = release.clone();
+        rt.spawn(async move {
+            while !release.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+        })
+    };
+    let task = {
+        let polled = polled.clone();
+        rt.spawn(async move { polled.store(true, Ordering::SeqCst) })
+    };
+    task.abort();
+    release.store(true, Ordering::SeqCst);
+    assert!(rt.block_on(task).expect_err("aborted").is_cancelled());
+    rt.block_on(blocker).expect("the blocker completes");
+    assert!(
+        !polled.load(Ordering::SeqCst),
+        "an aborted task is never polled"
+    );
+}
+
+#[test]
+fn aborting_a_finished_task_keeps_its_output() {
+    let rt = runtime(2);
+    let task = rt.spawn(async { "kept" });
+    wait_finished(&task);
+    task.abort();
+    task.abort();
+    assert_eq!(
+        rt.block_on(task).expect("finished before the abort"),
+        "kept"
+    );
+}
+
+#[test]
+fn aborting_twice_and_from_another_thread() {
+    let rt = runtime(2);
+    let task = Arc::new(rt.spawn(pending::<()>()));
+    let aborters: Vec<_> = (0..4)
+        .map(|_| {
+            let task = task.clone();
+            std::thread::spawn(move || {
+                task.abort();
+                task.abort();
+            })
+        })
+        .collect();
+    for aborter in aborters {
+        aborter.join().expect("the aborter ran");
+    }
+    let task = Arc::into_inner(task).expect("the only handle left");
+    assert!(rt.block_on(task).expect_err("aborted").is_cancelled());
+}
+
+#[test]
+fn aborting_many_waiting_tasks_cancels_them_all() {
+    let rt = runtime(4);
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (_tx, rx) = futures::channel::oneshot::channel::<()>();
+    let rx = rx.shared();
+    let tasks: Vec<_> = (0..1_000u64)
+        .map(|i| {
+            let counter = DropCounter(drops.clone());
+            let rx = rx.clone();
+            rt.spawn(async move {
+                let _counter = counter;
+                for _ in 0..i % 5 {
+                    escapement::task::yield_now().await;
+                }
+                let _ = rx.await;
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(20));
+    for task in &tasks {
+        task.abort();
+    }
+    for task in tasks {
+        assert!(rt.block_on(task).expect_err("aborted").is_cancelled());
+    }
+    assert_eq!(drops.load(Ordering::SeqCst), 1_000);
+}
+
+/// Panics when dropped.
+struct PanicOnDrop;
+
+impl Drop for PanicOnDrop {
+    fn drop(&mut self) {
+        panic!("dropped");
+    }
+}
+
+#[test]
+fn a_panic_while_dropping_an_aborted_future_is_a_panic_error() {
+    let rt = runtime(1);
+    let task = rt.spawn(async {
+        let _bomb = PanicOnDrop;
+        pending::<()>().await;
+    });
+    std::thread::sleep(Duration::from_millis(10));
+    task.abort();
+    let error = rt.block_on(task).expect_err("aborted");
+    assert!(error.is_panic(), "{error:?}");
+    // The worker survived it.
+    assert_eq!(rt.block_on(rt.spawn(async { 1 })).expect("runs"), 1);
+}

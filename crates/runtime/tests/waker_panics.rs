@@ -1,0 +1,92 @@
+//! A waker that panics when the timer driver wakes it. Wakers are user code, and the driver
+//! runs them on worker 0 outside any task, so nothing catches that panic. Whatever becomes of
+//! the worker, dropping the runtime afterwards must return instead of waiting forever for a
+//! worker that is gone (`shutdown_timeout` is the control: it gives up waiting). Each test
+//! runs under a watchdog, so a hang fails it.
+
+use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use escapement::time::{sleep, Sleep};
+use escapement::Runtime;
+
+fn runtime(workers: usize) -> Runtime {
+    escapement::Builder::new()
+        .worker_threads(workers)
+        .build()
+        .expect("a runtime")
+}
+
+/// Runs `body` on its own thread and fails if it takes longer than `limit` (a hang).
+fn within<T: Send + 'static>(limit: Duration, body: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done, outcome) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(panic::catch_unwind(AssertUnwindSafe(body)));
+    });
+    match outcome.recv_timeout(limit) {
+        Ok(Ok(value)) => value,
+        Ok(Err(payload)) => panic::resume_unwind(payload),
+        Err(_) => panic!("hung for more than {limit:?}"),
+    }
+}
+
+/// Records that it was woken, then panics.
+struct PanickingWaker(AtomicBool);
+
+impl Wake for PanickingWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
+        panic!("a waker panicked");
+    }
+}
+
+/// Registers a short sleep whose waker panics, and waits until the driver woke it.
+fn fire_a_panicking_waker(rt: &Runtime) -> Pin<Box<Sleep>> {
+    let waker = Arc::new(PanickingWaker(AtomicBool::new(false)));
+    let mut delay = {
+        let _guard = rt.enter();
+        Box::pin(sleep(Duration::from_millis(5)))
+    };
+    let polled = delay
+        .as_mut()
+        .poll(&mut Context::from_waker(&Waker::from(waker.clone())));
+    assert_eq!(polled, Poll::Pending);
+    let begin = std::time::Instant::now();
+    while !waker.0.load(Ordering::SeqCst) {
+        assert!(begin.elapsed() < Duration::from_secs(10), "never fired");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    delay
+}
+
+#[test]
+fn dropping_the_runtime_after_a_waker_panicked_on_worker_0_returns() {
+    for workers in [1, 3] {
+        within(Duration::from_secs(30), move || {
+            let rt = runtime(workers);
+            let delay = fire_a_panicking_waker(&rt);
+            drop(rt);
+            drop(delay);
+        });
+    }
+}
+
+#[test]
+fn shutdown_timeout_after_a_waker_panicked_on_worker_0_returns() {
+    within(Duration::from_secs(30), || {
+        let rt = runtime(2);
+        let delay = fire_a_panicking_waker(&rt);
+        rt.shutdown_timeout(Duration::from_millis(100));
+        drop(delay);
+    });
+}
