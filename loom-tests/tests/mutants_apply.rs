@@ -33,6 +33,10 @@ fn every_mutant_applies() {
             .current_dir(&root)
             .status()
             .expect("git runs");
-        assert!(status.success(), "{} no longer applies: regenerate it", patch.display());
+        assert!(
+            status.success(),
+            "{} no longer applies: regenerate it",
+            patch.display()
+        );
     }
 }
