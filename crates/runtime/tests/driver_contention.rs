@@ -9,7 +9,10 @@ use escapement::time::{sleep, Duration};
 
 #[test]
 fn concurrent_processing_never_wedges_the_driver() {
-    let rt = escapement::Builder::new().worker_threads(2).build().expect("a runtime");
+    let rt = escapement::Builder::new()
+        .worker_threads(2)
+        .build()
+        .expect("a runtime");
     let woken = Arc::new(AtomicU64::new(0));
     let tasks = 20_000u64;
     let rounds = 10u64;

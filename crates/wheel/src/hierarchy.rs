@@ -61,13 +61,10 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
         self.cascades
     }
 
-    /// Links `h`, which must not be linked, to fire at `deadline`.
+    /// Links `h`, which must not be linked, to fire at `deadline`. (The keyed slab counts
+    /// an occupied slot as linked from the moment it is allocated, so this cannot assert it.)
     #[inline]
     pub(crate) fn insert<A: Arena<Handle = H>>(&mut self, arena: &mut A, h: H, deadline: u64) {
-        debug_assert!(
-            !arena.is_linked(h),
-            "inserting a node that is already linked"
-        );
         arena.header_mut(h).deadline = deadline;
         arena.set_linked(h, true);
         self.len += 1;
@@ -124,8 +121,7 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
             }
             match self.next_slot() {
                 Some((start, level, slot)) if start <= now => {
-                    self.now = start;
-                    self.cascade(arena, level, slot);
+                    self.cascade(arena, start, level, slot, now);
                 }
                 _ => {
                     self.now = self.now.max(now);
@@ -203,14 +199,44 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
         self.due.insert_after(arena, after, h);
     }
 
-    /// Empties a slot whose start is the current tick and places each of its nodes again, in
-    /// order, so nodes with equal deadlines keep their relative order.
-    fn cascade<A: Arena<Handle = H>>(&mut self, arena: &mut A, level: usize, slot: usize) {
+    /// Empties the first occupied slot (which starts at `start`, at or before the polled tick
+    /// `target`), moving the current tick up to it, and places each of its nodes again, in
+    /// order, so nodes with equal deadlines keep their relative order. The due list is empty
+    /// (`poll` drains it first).
+    ///
+    /// Two shortcuts keep a timer from being walked more often than needed:
+    /// - a level-0 slot holds one deadline, `start` itself, so its list becomes the due list
+    ///   whole, in O(1);
+    /// - a slot holding a single node lets time jump past `start`, to the node's deadline or
+    ///   to `target` if that is earlier: nothing else lies before the slot's end, which is
+    ///   after both. The node then lands in the due list or as low as it can, instead of
+    ///   cascading one level per step.
+    fn cascade<A: Arena<Handle = H>>(
+        &mut self,
+        arena: &mut A,
+        start: u64,
+        level: usize,
+        slot: usize,
+        target: u64,
+    ) {
+        debug_assert!(self.due.is_empty(), "cascading with due nodes waiting");
         self.cascades += 1;
         let (list, level_empty) = self.levels[level].take(slot);
         if level_empty {
             self.occupied &= !(1 << level);
         }
+        if level == 0 {
+            self.now = start;
+            self.due = list;
+            return;
+        }
+        if let (Some(only), true) = (list.head, list.head == list.tail) {
+            let deadline = arena.header(only).deadline;
+            self.now = deadline.min(target).max(start);
+            self.place(arena, only, deadline);
+            return;
+        }
+        self.now = start;
         let mut cursor = list.head;
         while let Some(h) = cursor {
             let header = arena.header(h);

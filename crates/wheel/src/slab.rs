@@ -20,10 +20,9 @@ pub(crate) type Index = NonZeroU32;
 struct Hot {
     header: Header<Index>,
     generation: u32,
-    /// Whether the slot holds a timer.
+    /// Whether the slot holds a timer. A timer in the slab is always in one of the wheel's
+    /// lists between operations, so this is also the "linked" flag the wheel asks about.
     occupied: bool,
-    /// Whether the timer is in one of the wheel's lists (always, between operations).
-    linked: bool,
 }
 
 pub(crate) struct Slab<T> {
@@ -76,7 +75,6 @@ impl<T> Slab<T> {
                     header: Header::new(),
                     generation: 0,
                     occupied: true,
-                    linked: false,
                 });
                 self.values.push(Some(value));
                 index
@@ -137,13 +135,14 @@ impl<T> Arena for Slab<T> {
         &mut self.hot[slot_of(h)].header
     }
 
+    /// Occupancy: `alloc` sets it before the wheel links the timer, `free` clears it after
+    /// the wheel unlinks it, and nothing asks in between.
     #[inline]
     fn is_linked(&self, h: Index) -> bool {
-        self.hot[slot_of(h)].linked
+        self.hot[slot_of(h)].occupied
     }
 
+    /// Nothing to record: occupancy stands for linkage (see `is_linked`).
     #[inline]
-    fn set_linked(&mut self, h: Index, linked: bool) {
-        self.hot[slot_of(h)].linked = linked;
-    }
+    fn set_linked(&mut self, _h: Index, _linked: bool) {}
 }

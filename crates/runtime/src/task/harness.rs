@@ -3,9 +3,9 @@
 use std::future::Future;
 use std::marker::PhantomData;
 use std::mem::{self, ManuallyDrop};
-use std::ptr;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
+use std::ptr;
 use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 

@@ -655,7 +655,14 @@ mod tests {
         let origin = std::time::Instant::now();
         let tick = Duration::from_millis(1);
         let (_parker, unparker) = DriverParker::new().expect("a poll");
-        Arc::new(Driver::new(Clock::new(origin, tick, true), origin, tick, unparker, 1, true))
+        Arc::new(Driver::new(
+            Clock::new(origin, tick, true),
+            origin,
+            tick,
+            unparker,
+            1,
+            true,
+        ))
     }
 
     /// A waker that, the first time it is woken, has the driver process at an older tick,
@@ -687,12 +694,18 @@ mod tests {
             .collect();
         for (i, timer) in timers.iter_mut().enumerate() {
             let waker = if i == 0 { &stale_waker } else { plain };
-            assert!(timer.as_mut().poll_elapsed(&mut Context::from_waker(waker)).is_pending());
+            assert!(timer
+                .as_mut()
+                .poll_elapsed(&mut Context::from_waker(waker))
+                .is_pending());
         }
         // Without clamping to the wheel's tick the stale processing relinks the rest forever.
         driver.process(driver.tick_instant(10));
         for timer in &mut timers {
-            assert!(timer.as_mut().poll_elapsed(&mut Context::from_waker(plain)).is_ready());
+            assert!(timer
+                .as_mut()
+                .poll_elapsed(&mut Context::from_waker(plain))
+                .is_ready());
         }
     }
 }
