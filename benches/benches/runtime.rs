@@ -12,10 +12,13 @@
 //! Every measured loop runs inside a spawned task that `block_on` awaits, not in `block_on`
 //! itself: a runtime's timers are meant to be used from its tasks, and with one worker the
 //! loop then runs on that worker, which for escapement is worker 0, the timer driver's owner.
-//! With two workers the scheduler picks the worker; the thread each measured loop ran on is
-//! printed after its benchmark. Tokio's loops run under `tokio::task::unconstrained`
-//! (see `common::Rt::unconstrained`). Before the benchmarks it prints `size_of` of both
-//! runtimes' `Sleep`.
+//! With two workers the scheduler picks the worker. Tokio's loops run under
+//! `tokio::task::unconstrained` (see `common::Rt::unconstrained`).
+//!
+//! After each benchmark it prints the threads the measured loops ran on and the loops' CPU
+//! time per iteration on their thread, which the machine's other load disturbs less than wall
+//! time (see [`bench_on`]). Before the benchmarks it prints `size_of` of both runtimes'
+//! `Sleep`.
 //!
 //! ```sh
 //! cargo bench -p escapement-benches --bench runtime
@@ -40,10 +43,13 @@ use rand::{Rng, SeedableRng};
 )]
 mod common;
 
-use common::{poll_once, Escapement, Rt, Tokio};
+use common::{poll_once, Escapement, Rt, Spread, Tokio};
 
 /// The other timers live during `register_cancel`'s second half.
 const LIVE_TIMERS: usize = 1_000_000;
+
+/// Criterion samples per benchmark.
+const SAMPLES: usize = 20;
 
 /// The sleep that register+cancel registers and cancels.
 const SLEEP: Duration = Duration::from_secs(1);
@@ -58,7 +64,7 @@ fn main() {
         size_of::<tokio::time::Sleep>()
     );
     let mut c = Criterion::default()
-        .sample_size(20)
+        .sample_size(SAMPLES)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2))
         .configure_from_args();
@@ -172,8 +178,14 @@ fn bench_loop<R: Rt, F: Future<Output = ()> + Send + 'static>(
     bench_on(group, R::NAME, id, rt, body);
 }
 
-/// Benchmarks `body(iters)` run in a spawned task of `rt`, as `name/parameter`, then prints
-/// the threads the measured loops ran on.
+/// Benchmarks `body(iters)` run in a spawned task of `rt`, as `name/parameter`. Criterion
+/// gets the loop's wall time; afterwards this prints the loop's CPU time per iteration on its
+/// thread (median and range over the measured samples) and the threads the loops ran on.
+///
+/// The CPU time is there because this machine is shared: another process taking the core
+/// inflates wall time (it moved by 2x between runs), not the thread's CPU time. The loop
+/// never yields, so it runs on one thread from start to end, and its CPU time includes the
+/// system calls it makes (waking worker 0, say) but not time spent blocked on a lock.
 fn bench_on<R: Rt, F: Future<Output = ()> + Send + 'static>(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     name: &str,
@@ -182,20 +194,45 @@ fn bench_on<R: Rt, F: Future<Output = ()> + Send + 'static>(
     body: fn(u64) -> F,
 ) {
     let threads = RefCell::new(BTreeMap::<String, u64>::new());
+    let cpu_per_iter_ns = RefCell::new(Vec::new());
     group.bench_function(BenchmarkId::new(name, parameter), |b| {
         b.iter_custom(|iters| {
-            let (elapsed, thread) = rt.block_on(rt.spawn(R::unconstrained(async move {
+            let (elapsed, cpu, thread) = rt.block_on(rt.spawn(R::unconstrained(async move {
                 let thread = std::thread::current().name().unwrap_or("?").to_owned();
+                let cpu_start = thread_cpu_time();
                 let start = Instant::now();
                 body(iters).await;
-                (start.elapsed(), thread)
+                let elapsed = start.elapsed();
+                (elapsed, thread_cpu_time() - cpu_start, thread)
             })));
             *threads.borrow_mut().entry(thread).or_default() += 1;
+            cpu_per_iter_ns
+                .borrow_mut()
+                .push(cpu.as_nanos() as f64 / iters as f64);
             elapsed
         })
     });
+    // Criterion warms up first, then takes its samples: the last `SAMPLES` calls.
+    let cpu = cpu_per_iter_ns.into_inner();
+    let measured = &cpu[cpu.len().saturating_sub(SAMPLES)..];
     println!(
-        "  {name}/{parameter}: measured loops ran on {:?}",
+        "  {name}/{parameter}: thread CPU per iteration {:.1} ns (median, min–max of {} samples); \
+         loops ran on {:?}",
+        Spread::of(measured),
+        measured.len(),
         threads.into_inner()
     );
+}
+
+/// The calling thread's CPU time (user + system).
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable `timespec`, and `CLOCK_THREAD_CPUTIME_ID` is a clock
+    // every Linux kernel since 2.6.12 supports.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime: {}", std::io::Error::last_os_error());
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
