@@ -52,7 +52,7 @@ const TASKS: u64 = 40;
 const SLEEPS_PER_TASK: u64 = 50;
 
 /// Rounds per runtime and scenario.
-const ROUNDS: u64 = 3;
+const ROUNDS: u64 = 5;
 
 /// Worker threads, for every runtime.
 const WORKERS: usize = 2;
