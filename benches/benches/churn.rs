@@ -67,7 +67,8 @@ use rand::{Rng, SeedableRng};
 mod common;
 
 use common::{
-    child_args, poll_once, print_result, run_child, ChildOutcome, Escapement, Rt, Spread, Tokio,
+    child_args, poll_once, print_result, run_child, started_by_cargo_bench, ChildOutcome,
+    Escapement, Rt, Spread, Tokio,
 };
 
 /// Simulated connections.
@@ -165,6 +166,13 @@ fn main() {
             "{} {} {} {} {}",
             sample.seconds, o.resets, o.registers, o.cancels, o.fires
         ));
+        return;
+    }
+    if !started_by_cargo_bench() {
+        println!(
+            "{} takes minutes: run it with `cargo bench`",
+            module_path!()
+        );
         return;
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -41,8 +41,8 @@ use rand::{Rng, SeedableRng};
 mod common;
 
 use common::{
-    child_args, micros, print_result, quantile, run_child, ChildOutcome, Escapement, Rt, Spread,
-    Tokio,
+    child_args, micros, print_result, quantile, run_child, started_by_cargo_bench, ChildOutcome,
+    Escapement, Rt, Spread, Tokio,
 };
 
 /// Tasks per round.
@@ -113,6 +113,13 @@ fn main() {
             result.early,
             nanos.join(" ")
         ));
+        return;
+    }
+    if !started_by_cargo_bench() {
+        println!(
+            "{} takes minutes: run it with `cargo bench`",
+            module_path!()
+        );
         return;
     }
     for scenario in ["idle", "blocked"] {

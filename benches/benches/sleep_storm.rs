@@ -33,7 +33,10 @@ use rand::{Rng, SeedableRng};
 )]
 mod common;
 
-use common::{child_args, print_result, run_child, ChildOutcome, Escapement, Rt, Spread, Tokio};
+use common::{
+    child_args, print_result, run_child, started_by_cargo_bench, ChildOutcome, Escapement, Rt,
+    Spread, Tokio,
+};
 
 /// Tasks in the storm.
 const TASKS: usize = 1_000_000;
@@ -69,6 +72,13 @@ fn main() {
             "{} {} {}",
             sample.wall_s, sample.cpu_s, sample.peak_rss_mib
         ));
+        return;
+    }
+    if !started_by_cargo_bench() {
+        println!(
+            "{} takes minutes: run it with `cargo bench`",
+            module_path!()
+        );
         return;
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());

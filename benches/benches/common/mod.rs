@@ -304,6 +304,13 @@ pub(crate) fn child_args() -> Option<Vec<String>> {
     Some(args[at + 1..].to_vec())
 }
 
+/// Whether `cargo bench` started this binary: it passes `--bench`, while `cargo test
+/// --benches` (which only checks that benchmarks run) passes nothing. The bench binaries that
+/// take minutes do nothing in that case, as criterion's run each benchmark once.
+pub(crate) fn started_by_cargo_bench() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
 /// Prints a child's result line for [`run_child`].
 pub(crate) fn print_result(line: impl fmt::Display) {
     println!("RESULT {line}");
