@@ -1,0 +1,317 @@
+//! Code shared by the runtime benchmarks: [`Rt`], one interface over escapement and tokio so
+//! that each workload is written once and runs unchanged on both, and [`Spread`], the summary
+//! of repeated measurements.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// What the workloads need from a runtime. Implemented by [`Escapement`] and [`Tokio`], each
+/// a thin wrapper that forwards to the runtime's own API.
+pub(crate) trait Rt: Send + Sync + 'static {
+    /// The runtime's name in tables.
+    const NAME: &'static str;
+
+    /// The runtime's sleep future.
+    type Sleep: Future<Output = ()> + Send + 'static;
+
+    /// `time::sleep`.
+    fn sleep(duration: Duration) -> Self::Sleep;
+
+    /// `Sleep::reset`.
+    fn reset(sleep: Pin<&mut Self::Sleep>, deadline: std::time::Instant);
+
+    /// `Sleep::is_elapsed`.
+    fn is_elapsed(sleep: &Self::Sleep) -> bool;
+
+    /// `time::timeout`, with the error mapped to `None`.
+    fn timeout<F: Future>(duration: Duration, future: F)
+        -> impl Future<Output = Option<F::Output>>;
+
+    /// `task::yield_now`.
+    fn yield_now() -> impl Future<Output = ()> + Send;
+
+    /// Runs `future` outside tokio's cooperative budget (`tokio::task::unconstrained`);
+    /// escapement has no budget, so there it is `future` itself.
+    ///
+    /// Every tokio timer poll spends a unit of a task's budget of 128, and once the budget
+    /// is spent a `Sleep` returns `Pending` without registering. A loop that polls many
+    /// sleeps in one task poll (register+cancel, the churn) would then measure nothing after
+    /// the 128th sleep, so such loops run unconstrained on both runtimes.
+    fn unconstrained<F: Future + Send>(future: F) -> impl Future<Output = F::Output> + Send;
+
+    /// `Runtime::block_on`.
+    fn block_on<F: Future>(&self, future: F) -> F::Output;
+
+    /// `Runtime::spawn`; the returned future is the task's output (dropping it detaches the
+    /// task).
+    ///
+    /// # Panics
+    ///
+    /// The returned future panics if the task panicked.
+    fn spawn<F>(&self, future: F) -> impl Future<Output = F::Output> + Send + 'static
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static;
+}
+
+/// An escapement runtime.
+#[derive(Debug)]
+pub(crate) struct Escapement(pub(crate) escapement::Runtime);
+
+impl Escapement {
+    /// A runtime with `workers` worker threads and otherwise the defaults.
+    pub(crate) fn new(workers: usize) -> Escapement {
+        Escapement(
+            escapement::Builder::new()
+                .worker_threads(workers)
+                .build()
+                .expect("escapement runtime"),
+        )
+    }
+}
+
+impl Rt for Escapement {
+    const NAME: &'static str = "escapement";
+
+    type Sleep = escapement::time::Sleep;
+
+    fn sleep(duration: Duration) -> Self::Sleep {
+        escapement::time::sleep(duration)
+    }
+
+    fn reset(sleep: Pin<&mut Self::Sleep>, deadline: std::time::Instant) {
+        sleep.reset(escapement::time::Instant::from_std(deadline));
+    }
+
+    fn is_elapsed(sleep: &Self::Sleep) -> bool {
+        sleep.is_elapsed()
+    }
+
+    async fn timeout<F: Future>(duration: Duration, future: F) -> Option<F::Output> {
+        escapement::time::timeout(duration, future).await.ok()
+    }
+
+    fn yield_now() -> impl Future<Output = ()> + Send {
+        escapement::task::yield_now()
+    }
+
+    fn unconstrained<F: Future + Send>(future: F) -> impl Future<Output = F::Output> + Send {
+        future
+    }
+
+    fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.0.block_on(future)
+    }
+
+    fn spawn<F>(&self, future: F) -> impl Future<Output = F::Output> + Send + 'static
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let task = self.0.spawn(future);
+        async move { task.await.expect("the task panicked") }
+    }
+}
+
+/// A tokio multi-threaded runtime, with the time driver.
+#[derive(Debug)]
+pub(crate) struct Tokio(pub(crate) tokio::runtime::Runtime);
+
+impl Tokio {
+    /// A multi-threaded runtime with `workers` worker threads and the time driver, whose
+    /// threads are named `tokio-worker-N` in the order tokio starts them (by default they
+    /// all share one name), so a task can tell which thread it runs on.
+    pub(crate) fn new(workers: usize) -> Tokio {
+        let next = AtomicUsize::new(0);
+        Tokio(
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers)
+                .thread_name_fn(move || {
+                    format!("tokio-worker-{}", next.fetch_add(1, Ordering::Relaxed))
+                })
+                .enable_time()
+                .build()
+                .expect("tokio runtime"),
+        )
+    }
+}
+
+impl Rt for Tokio {
+    const NAME: &'static str = "tokio";
+
+    type Sleep = tokio::time::Sleep;
+
+    fn sleep(duration: Duration) -> Self::Sleep {
+        tokio::time::sleep(duration)
+    }
+
+    fn reset(sleep: Pin<&mut Self::Sleep>, deadline: std::time::Instant) {
+        sleep.reset(tokio::time::Instant::from_std(deadline));
+    }
+
+    fn is_elapsed(sleep: &Self::Sleep) -> bool {
+        sleep.is_elapsed()
+    }
+
+    async fn timeout<F: Future>(duration: Duration, future: F) -> Option<F::Output> {
+        tokio::time::timeout(duration, future).await.ok()
+    }
+
+    fn yield_now() -> impl Future<Output = ()> + Send {
+        tokio::task::yield_now()
+    }
+
+    fn unconstrained<F: Future + Send>(future: F) -> impl Future<Output = F::Output> + Send {
+        tokio::task::unconstrained(future)
+    }
+
+    fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.0.block_on(future)
+    }
+
+    fn spawn<F>(&self, future: F) -> impl Future<Output = F::Output> + Send + 'static
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let task = self.0.spawn(future);
+        async move { task.await.expect("the task panicked") }
+    }
+}
+
+/// The median and range of repeated measurements.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Spread {
+    pub(crate) median: f64,
+    pub(crate) min: f64,
+    pub(crate) max: f64,
+}
+
+impl Spread {
+    /// The spread of `samples` (at least one).
+    pub(crate) fn of(samples: &[f64]) -> Spread {
+        assert!(!samples.is_empty(), "no samples");
+        let mut sorted = samples.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let mid = sorted.len() / 2;
+        let median = if sorted.len() % 2 == 1 {
+            sorted[mid]
+        } else {
+            (sorted[mid - 1] + sorted[mid]) / 2.0
+        };
+        Spread {
+            median,
+            min: sorted[0],
+            max: sorted[sorted.len() - 1],
+        }
+    }
+}
+
+impl fmt::Display for Spread {
+    /// `median (min–max)`, with the precision given to the formatter (default 1).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = f.precision().unwrap_or(1);
+        write!(f, "{:.p$} ({:.p$}–{:.p$})", self.median, self.min, self.max)
+    }
+}
+
+/// The `q`-quantile (`0.0..=1.0`) of sorted samples, by the nearest-rank method.
+pub(crate) fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    assert!(!sorted.is_empty(), "no samples");
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// Microseconds, as a float, for tables.
+pub(crate) fn micros(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e6
+}
+
+/// Polls `future` once with the calling task's context and returns whether it was ready. A
+/// pending timer is left registered with the task's waker, as when it loses a `select!`.
+pub(crate) async fn poll_once<F: Future + ?Sized>(mut future: Pin<&mut F>) -> bool {
+    std::future::poll_fn(|cx| std::task::Poll::Ready(future.as_mut().poll(cx).is_ready())).await
+}
+
+/// How a child process of the benchmark ended.
+#[derive(Debug)]
+pub(crate) enum ChildOutcome {
+    /// It exited successfully; its `RESULT` line, without the prefix.
+    Done(String),
+    /// It was still running after the time limit, and was killed: a hang.
+    Hung,
+    /// It failed; the reason and its stderr.
+    Failed(String),
+}
+
+/// Runs this bench binary again with `--child` and `args`, and returns the line the child
+/// printed with `print_result`. A child still running after `limit` is killed and reported
+/// as [`ChildOutcome::Hung`], so that a runtime that hangs shows up in the table instead of
+/// stalling the whole benchmark.
+pub(crate) fn run_child(args: &[&str], limit: Duration) -> ChildOutcome {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+
+    let exe = std::env::current_exe().expect("the bench binary's path");
+    let mut child = Command::new(exe)
+        .arg("--child")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start a child");
+    // Drain the pipes on threads of their own, so a chatty child cannot block on them.
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped stderr")));
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for a child") {
+            break Some(status);
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stdout = stdout.join().expect("stdout reader");
+    let stderr = stderr.join().expect("stderr reader");
+    match status {
+        None => ChildOutcome::Hung,
+        Some(status) if !status.success() => ChildOutcome::Failed(format!("{status}: {stderr}")),
+        Some(_) => match stdout.lines().find_map(|l| l.strip_prefix("RESULT ")) {
+            Some(line) => ChildOutcome::Done(line.to_owned()),
+            None => ChildOutcome::Failed(format!("no RESULT line; stderr: {stderr}")),
+        },
+    }
+}
+
+/// The arguments after `--child`, if this process is a child of [`run_child`].
+pub(crate) fn child_args() -> Option<Vec<String>> {
+    let args: Vec<String> = std::env::args().collect();
+    let at = args.iter().position(|a| a == "--child")?;
+    Some(args[at + 1..].to_vec())
+}
+
+/// Whether `cargo bench` started this binary: it passes `--bench`, while `cargo test
+/// --benches` (which only checks that benchmarks run) passes nothing. The bench binaries that
+/// take minutes do nothing in that case, as criterion's run each benchmark once.
+pub(crate) fn started_by_cargo_bench() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
+/// Prints a child's result line for [`run_child`].
+pub(crate) fn print_result(line: impl fmt::Display) {
+    println!("RESULT {line}");
+}

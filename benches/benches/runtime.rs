@@ -1,0 +1,238 @@
+//! The runtime against tokio, in criterion: the cost of single timer operations.
+//!
+//! - `timeout_ready`: `time::timeout(1 s, ready(..))`, the timeout around a future that is
+//!   ready at its first poll, awaited in a loop.
+//! - `register_cancel`: a `sleep(1 s)` polled once (so it registers with the task's waker)
+//!   and dropped (so it is cancelled), as a timeout that loses its `select!`; on 1 and on 2
+//!   workers, with 0 and with 1M other timers live (1M spawned tasks, each asleep on a timer
+//!   1-2 h away, all registered before measuring).
+//! - `metrics_cost`: register+cancel on escapement with `Builder::metrics(true)` and
+//!   `metrics(false)`, on 1 and on 2 workers.
+//!
+//! Every measured loop runs inside a spawned task that `block_on` awaits, not in `block_on`
+//! itself: a runtime's timers are meant to be used from its tasks, and with one worker the
+//! loop then runs on that worker, which for escapement is worker 0, the timer driver's owner.
+//! With two workers the scheduler picks the worker. Tokio's loops run under
+//! `tokio::task::unconstrained` (see `common::Rt::unconstrained`).
+//!
+//! After each benchmark it prints the threads the measured loops ran on and the loops' CPU
+//! time per iteration on their thread, which the machine's other load disturbs less than wall
+//! time (see [`bench_on`]). Before the benchmarks it prints `size_of` of both runtimes'
+//! `Sleep`.
+//!
+//! ```sh
+//! cargo bench -p escapement-benches --bench runtime
+//! ```
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::{ready, Future};
+use std::hint::black_box;
+use std::pin::pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+#[allow(
+    dead_code,
+    reason = "each benchmark binary uses its own part of the shared code"
+)]
+mod common;
+
+use common::{poll_once, Escapement, Rt, Spread, Tokio};
+
+/// The other timers live during `register_cancel`'s second half.
+const LIVE_TIMERS: usize = 1_000_000;
+
+/// Criterion samples per benchmark.
+const SAMPLES: usize = 20;
+
+/// The sleep that register+cancel registers and cancels.
+const SLEEP: Duration = Duration::from_secs(1);
+
+fn main() {
+    println!(
+        "size_of::<escapement::time::Sleep>() = {} bytes",
+        size_of::<escapement::time::Sleep>()
+    );
+    println!(
+        "size_of::<tokio::time::Sleep>() = {} bytes",
+        size_of::<tokio::time::Sleep>()
+    );
+    let mut c = Criterion::default()
+        .sample_size(SAMPLES)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .configure_from_args();
+    timeout_ready(&mut c);
+    register_cancel(&mut c);
+    metrics_cost(&mut c);
+    c.final_summary();
+}
+
+/// (a) `timeout` around a ready future, on 2 workers.
+fn timeout_ready(c: &mut Criterion) {
+    let mut group = c.benchmark_group("timeout_ready");
+    bench_loop(
+        &mut group,
+        "2w",
+        &Escapement::new(2),
+        timeout_loop::<Escapement>,
+    );
+    bench_loop(&mut group, "2w", &Tokio::new(2), timeout_loop::<Tokio>);
+    group.finish();
+}
+
+/// `iters` timeouts around a ready future.
+async fn timeout_loop<R: Rt>(iters: u64) {
+    for _ in 0..iters {
+        black_box(R::timeout(Duration::from_secs(1), ready(black_box(1u32))).await);
+    }
+}
+
+/// (b) register+cancel on 1 and 2 workers, with 0 and 1M other timers live.
+fn register_cancel(c: &mut Criterion) {
+    let mut group = c.benchmark_group("register_cancel");
+    for workers in [1, 2] {
+        for live in [0, LIVE_TIMERS] {
+            let id = format!("{workers}w_{live}live");
+            let rt = Escapement::new(workers);
+            fill(&rt, live);
+            bench_loop(&mut group, &id, &rt, register_cancel_loop::<Escapement>);
+            drop(rt);
+            let rt = Tokio::new(workers);
+            fill(&rt, live);
+            bench_loop(&mut group, &id, &rt, register_cancel_loop::<Tokio>);
+        }
+    }
+    group.finish();
+}
+
+/// `iters` sleeps, each polled once and dropped.
+async fn register_cancel_loop<R: Rt>(iters: u64) {
+    for _ in 0..iters {
+        let sleep = pin!(R::sleep(SLEEP));
+        poll_once(sleep).await;
+    }
+}
+
+/// (h) register+cancel on escapement with and without metrics.
+fn metrics_cost(c: &mut Criterion) {
+    let mut group = c.benchmark_group("metrics_cost");
+    for workers in [1, 2] {
+        for metrics in [true, false] {
+            let rt = Escapement(
+                escapement::Builder::new()
+                    .worker_threads(workers)
+                    .metrics(metrics)
+                    .build()
+                    .expect("escapement runtime"),
+            );
+            let name = if metrics { "metrics_on" } else { "metrics_off" };
+            let parameter = format!("{workers}w");
+            bench_on(
+                &mut group,
+                name,
+                &parameter,
+                &rt,
+                register_cancel_loop::<Escapement>,
+            );
+        }
+    }
+    group.finish();
+}
+
+/// Spawns `count` tasks, each asleep on a timer 1-2 h away, and returns once every timer is
+/// registered.
+fn fill<R: Rt>(rt: &R, count: usize) {
+    let registered = Arc::new(AtomicUsize::new(0));
+    let mut rng = SmallRng::seed_from_u64(0x5EED);
+    for _ in 0..count {
+        let far = Duration::from_secs(3600) + Duration::from_millis(rng.random_range(0..3_600_000));
+        let registered = registered.clone();
+        drop(rt.spawn(async move {
+            let mut sleep = pin!(R::sleep(far));
+            poll_once(sleep.as_mut()).await;
+            registered.fetch_add(1, Ordering::Relaxed);
+            sleep.await;
+        }));
+    }
+    rt.block_on(async {
+        while registered.load(Ordering::Relaxed) < count {
+            R::sleep(Duration::from_millis(5)).await;
+        }
+    });
+}
+
+/// Benchmarks `body` as `R::NAME/id`.
+fn bench_loop<R: Rt, F: Future<Output = ()> + Send + 'static>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    id: &str,
+    rt: &R,
+    body: fn(u64) -> F,
+) {
+    bench_on(group, R::NAME, id, rt, body);
+}
+
+/// Benchmarks `body(iters)` run in a spawned task of `rt`, as `name/parameter`. Criterion
+/// gets the loop's wall time; afterwards this prints the loop's CPU time per iteration on its
+/// thread (median and range over the measured samples) and the threads the loops ran on.
+///
+/// The CPU time is there because this machine is shared: another process taking the core
+/// inflates wall time (it moved by 2x between runs), not the thread's CPU time. The loop
+/// never yields, so it runs on one thread from start to end, and its CPU time includes the
+/// system calls it makes (waking worker 0, say) but not time spent blocked on a lock.
+fn bench_on<R: Rt, F: Future<Output = ()> + Send + 'static>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    parameter: &str,
+    rt: &R,
+    body: fn(u64) -> F,
+) {
+    let threads = RefCell::new(BTreeMap::<String, u64>::new());
+    let cpu_per_iter_ns = RefCell::new(Vec::new());
+    group.bench_function(BenchmarkId::new(name, parameter), |b| {
+        b.iter_custom(|iters| {
+            let (elapsed, cpu, thread) = rt.block_on(rt.spawn(R::unconstrained(async move {
+                let thread = std::thread::current().name().unwrap_or("?").to_owned();
+                let cpu_start = thread_cpu_time();
+                let start = Instant::now();
+                body(iters).await;
+                let elapsed = start.elapsed();
+                (elapsed, thread_cpu_time() - cpu_start, thread)
+            })));
+            *threads.borrow_mut().entry(thread).or_default() += 1;
+            cpu_per_iter_ns
+                .borrow_mut()
+                .push(cpu.as_nanos() as f64 / iters as f64);
+            elapsed
+        })
+    });
+    // Criterion warms up first, then takes its samples: the last `SAMPLES` calls.
+    let cpu = cpu_per_iter_ns.into_inner();
+    let measured = &cpu[cpu.len().saturating_sub(SAMPLES)..];
+    println!(
+        "  {name}/{parameter}: thread CPU per iteration {:.1} ns (median, min–max of {} samples); \
+         loops ran on {:?}",
+        Spread::of(measured),
+        measured.len(),
+        threads.into_inner()
+    );
+}
+
+/// The calling thread's CPU time (user + system).
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable `timespec`, and `CLOCK_THREAD_CPUTIME_ID` is a clock
+    // every Linux kernel since 2.6.12 supports.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime: {}", std::io::Error::last_os_error());
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}

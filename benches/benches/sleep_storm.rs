@@ -1,0 +1,228 @@
+//! A sleep storm: a million tasks, each sleeping once for a duration drawn uniformly from
+//! 1..1000 ms (to the microsecond, seeded), on escapement and on tokio with the same number
+//! of workers (one per CPU). Reports, per runtime, the wall time and the CPU time (user +
+//! sys, `getrusage(RUSAGE_SELF)`) from the first spawn until the last task has woken, and the
+//! process's peak RSS.
+//!
+//! Peak RSS belongs to a process, so every run is a child process of its own: the binary
+//! re-executes itself with `--child <runtime> <workers>`, the child prints one line of
+//! results, and the parent runs each runtime [`RUNS`] times, alternating, and prints one
+//! table of medians with the range (min–max) in brackets: first with one worker per CPU (the
+//! runtimes' default), then with one worker. A run that has not finished after [`HANG_LIMIT`]
+//! is killed and counted as hung, and a runtime's runs stop after [`MAX_HANGS`] hangs. A plain bench binary rather than criterion: each sample
+//! is a whole process, and the quantities are CPU time and memory as well as time.
+//!
+//! The tasks are spawned from `block_on`, which then polls a 1 ms sleep until a shared counter
+//! says every task is done: wall time carries up to one such period of slack, on both
+//! runtimes alike.
+//!
+//! ```sh
+//! cargo bench -p escapement-benches --bench sleep_storm
+//! ```
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+#[allow(
+    dead_code,
+    reason = "each benchmark binary uses its own part of the shared code"
+)]
+mod common;
+
+use common::{
+    child_args, print_result, run_child, started_by_cargo_bench, ChildOutcome, Escapement, Rt,
+    Spread, Tokio,
+};
+
+/// Tasks in the storm.
+const TASKS: usize = 1_000_000;
+
+/// Runs of each runtime, per worker count.
+const RUNS: usize = 5;
+
+/// A run still going after this long is killed and counted as a hang (a run takes a few
+/// seconds).
+const HANG_LIMIT: Duration = Duration::from_secs(30);
+
+/// After this many hung runs of a runtime, its remaining runs at that worker count are
+/// skipped.
+const MAX_HANGS: usize = 2;
+
+/// What a child measured.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    wall_s: f64,
+    cpu_s: f64,
+    peak_rss_mib: f64,
+}
+
+fn main() {
+    if let Some(args) = child_args() {
+        let workers: usize = args[1].parse().expect("a worker count");
+        let sample = match args[0].as_str() {
+            "escapement" => storm(&Escapement::new(workers)),
+            "tokio" => storm(&Tokio::new(workers)),
+            other => panic!("--child escapement|tokio WORKERS, got {other:?}"),
+        };
+        print_result(format_args!(
+            "{} {} {}",
+            sample.wall_s, sample.cpu_s, sample.peak_rss_mib
+        ));
+        return;
+    }
+    if !started_by_cargo_bench() {
+        println!(
+            "{} takes minutes: run it with `cargo bench`",
+            module_path!()
+        );
+        return;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // One worker per CPU, the runtimes' default, then one worker.
+    for workers in [cpus, 1] {
+        table(workers);
+    }
+}
+
+/// Runs the storm `RUNS` times on each runtime with `workers` workers and prints the table.
+fn table(workers: usize) {
+    let names = [Escapement::NAME, Tokio::NAME];
+    let mut samples: [Vec<Sample>; 2] = [Vec::new(), Vec::new()];
+    let mut hung = [0; 2];
+    println!(
+        "sleep storm: {TASKS} tasks, sleeps uniform over 1..1000 ms, workers: {workers}, {RUNS} runs each"
+    );
+    for run in 0..RUNS {
+        // Alternate which runtime goes first, so drift in the machine's load hits both.
+        for i in [run % 2, 1 - run % 2] {
+            if hung[i] >= MAX_HANGS {
+                println!(
+                    "  run {run} {:<10} skipped after {MAX_HANGS} hangs",
+                    names[i]
+                );
+                continue;
+            }
+            let outcome = run_child(&[names[i], &workers.to_string()], HANG_LIMIT);
+            match outcome {
+                ChildOutcome::Done(line) => {
+                    let sample = parse(&line);
+                    println!(
+                        "  run {run} {:<10} wall {:.3} s, cpu {:.3} s, peak RSS {:.1} MiB",
+                        names[i], sample.wall_s, sample.cpu_s, sample.peak_rss_mib
+                    );
+                    samples[i].push(sample);
+                }
+                ChildOutcome::Hung => {
+                    println!(
+                        "  run {run} {:<10} HUNG: killed after {HANG_LIMIT:?}",
+                        names[i]
+                    );
+                    hung[i] += 1;
+                }
+                ChildOutcome::Failed(why) => panic!("{} failed: {why}", names[i]),
+            }
+        }
+    }
+    println!();
+    println!("| workers: {workers} | escapement | tokio | escapement / tokio |");
+    println!("|---|---|---|---|");
+    let rows: [Row; 3] = [
+        ("wall time (s)", |s| s.wall_s, 3),
+        ("CPU time, user+sys (s)", |s| s.cpu_s, 3),
+        ("peak RSS (MiB)", |s| s.peak_rss_mib, 1),
+    ];
+    for (label, f, precision) in rows {
+        let spread = |i: usize| {
+            (!samples[i].is_empty())
+                .then(|| Spread::of(&samples[i].iter().map(f).collect::<Vec<_>>()))
+        };
+        let cell = |s: Option<Spread>| match s {
+            Some(s) => format!("{s:.precision$}"),
+            None => "–".to_owned(),
+        };
+        let (e, t) = (spread(0), spread(1));
+        let ratio = match (e, t) {
+            (Some(e), Some(t)) => format!("{:.2}", e.median / t.median),
+            _ => "–".to_owned(),
+        };
+        println!("| {label} | {} | {} | {ratio} |", cell(e), cell(t));
+    }
+    println!(
+        "| runs completed (hung) | {} ({}) | {} ({}) | |",
+        samples[0].len(),
+        hung[0],
+        samples[1].len(),
+        hung[1]
+    );
+    println!();
+}
+
+/// A row of the table: its label, the quantity it reports, and its decimals.
+type Row = (&'static str, fn(&Sample) -> f64, usize);
+
+/// A child's result line.
+fn parse(line: &str) -> Sample {
+    let fields: Vec<f64> = line
+        .split_whitespace()
+        .map(|f| f.parse().expect("a number"))
+        .collect();
+    Sample {
+        wall_s: fields[0],
+        cpu_s: fields[1],
+        peak_rss_mib: fields[2],
+    }
+}
+
+/// The storm, in a child process.
+fn storm<R: Rt>(rt: &R) -> Sample {
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut rng = SmallRng::seed_from_u64(0x5702);
+    let cpu_before = cpu_time();
+    let start = Instant::now();
+    rt.block_on(async {
+        for _ in 0..TASKS {
+            let duration = Duration::from_micros(rng.random_range(1_000..=1_000_000));
+            let done = done.clone();
+            drop(rt.spawn(async move {
+                R::sleep(duration).await;
+                done.fetch_add(1, Ordering::Release);
+            }));
+        }
+        while done.load(Ordering::Acquire) < TASKS {
+            R::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    let wall = start.elapsed();
+    let cpu = cpu_time() - cpu_before;
+    Sample {
+        wall_s: wall.as_secs_f64(),
+        cpu_s: cpu.as_secs_f64(),
+        peak_rss_mib: peak_rss_kib() as f64 / 1024.0,
+    }
+}
+
+/// The process's user + system CPU time so far.
+fn cpu_time() -> Duration {
+    let usage = rusage();
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// The process's peak resident set size, in KiB (Linux's unit for `ru_maxrss`).
+fn peak_rss_kib() -> u64 {
+    rusage().ru_maxrss as u64
+}
+
+fn rusage() -> libc::rusage {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
+    // SAFETY: `getrusage` writes a whole `rusage` to the pointer, which is valid for writes
+    // of one; it fails only for an invalid `who`, and `RUSAGE_SELF` is valid.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+    assert_eq!(rc, 0, "getrusage: {}", std::io::Error::last_os_error());
+    // SAFETY: `getrusage` succeeded, so it initialised `usage`.
+    unsafe { usage.assume_init() }
+}
