@@ -63,6 +63,7 @@ impl Driver {
             entry: Box::pin(TimerEntry::new(
                 self.inner.clone(),
                 self.inner.tick_instant(tick),
+                true,
             )),
         }
     }

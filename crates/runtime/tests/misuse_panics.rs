@@ -299,3 +299,19 @@ fn panics_are_reported_at_the_caller() {
     panics_here("already paused", || time::pause());
     time::resume();
 }
+
+#[test]
+#[should_panic(
+    expected = "escapement::time::interval must be called from inside an escapement runtime"
+)]
+fn interval_outside_a_runtime_names_interval() {
+    drop(interval(Duration::from_millis(1)));
+}
+
+#[test]
+#[should_panic(
+    expected = "escapement::time::interval_at must be called from inside an escapement runtime"
+)]
+fn interval_at_outside_a_runtime_names_interval_at() {
+    drop(interval_at(Instant::now(), Duration::from_millis(1)));
+}

@@ -88,6 +88,24 @@ impl AtomicWaker {
         }
     }
 
+    /// Stores `waker` without the registration protocol: two fewer atomic operations, for an
+    /// owner that knows no other thread can reach the slot.
+    ///
+    /// # Safety
+    ///
+    /// No other thread may call [`take`](AtomicWaker::take) or touch this slot until the caller
+    /// hands it over with a synchronizing operation (for a timer: linking it into the wheel
+    /// under the driver's lock).
+    pub(crate) unsafe fn register_exclusive(&self, waker: &Waker) {
+        self.waker.with_mut(|slot| {
+            // SAFETY: the caller guarantees exclusive access to the slot.
+            let slot = unsafe { &mut *slot };
+            if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
+                *slot = Some(waker.clone());
+            }
+        });
+    }
+
     /// Empties the slot, returning the waker if one was there and nobody was registering.
     pub(crate) fn take(&self) -> Option<Waker> {
         // AcqRel: Acquire sees the waker the last `register` published.

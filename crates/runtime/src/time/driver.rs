@@ -690,7 +690,13 @@ mod tests {
         let stale_waker = Waker::from(stale);
         let plain = Waker::noop();
         let mut timers: Vec<Pin<Box<TimerEntry>>> = (0..2 * WAKE_BATCH)
-            .map(|_| Box::pin(TimerEntry::new(driver.clone(), driver.tick_instant(10))))
+            .map(|_| {
+                Box::pin(TimerEntry::new(
+                    driver.clone(),
+                    driver.tick_instant(10),
+                    true,
+                ))
+            })
             .collect();
         for (i, timer) in timers.iter_mut().enumerate() {
             let waker = if i == 0 { &stale_waker } else { plain };

@@ -24,6 +24,10 @@ pin_project! {
         // Whether the driver knows the node since it was last armed: its `state` is then
         // meaningful, and dropping the entry may need the lock. Only the owner reads it.
         registered: bool,
+        // Whether the deadline may already have passed at the first poll, so that poll reads
+        // the clock. Not for a deadline set a tick or more past a clock reading just taken
+        // (`sleep(d)`), which saves the common first poll a clock read.
+        may_be_past: bool,
         #[pin]
         node: Node<TimerShared>,
     }
@@ -46,11 +50,14 @@ pin_project! {
 }
 
 impl TimerEntry {
-    pub(crate) fn new(driver: Arc<Driver>, deadline: Instant) -> TimerEntry {
+    /// A timer for `deadline`; `may_be_past` unless the deadline was set a tick or more after
+    /// a clock reading just taken.
+    pub(crate) fn new(driver: Arc<Driver>, deadline: Instant, may_be_past: bool) -> TimerEntry {
         TimerEntry {
             driver,
             deadline,
             registered: false,
+            may_be_past,
             node: Node::new(TimerShared::new()),
         }
     }
@@ -84,17 +91,19 @@ impl TimerEntry {
         let this = self.project();
         let node = this.node.into_ref();
         let shared = node.value();
-        // The waker goes in before `state` is read (or the node is linked), so a fire that
-        // follows is sure to find it.
-        shared.waker.register(cx.waker());
         if !*this.registered {
             *this.registered = true;
             // A deadline already past completes now, whatever the wheel's last tick (it moves
             // only as timers are processed, so it can lag the clock).
-            if *this.deadline <= this.driver.clock().now() {
+            if *this.may_be_past && *this.deadline <= this.driver.clock().now() {
                 shared.state.store(FIRED, Ordering::Relaxed);
                 return Poll::Ready(());
             }
+            // The waker goes in before the node is linked, so a fire that follows finds it.
+            // SAFETY: the node is not linked (never, or no more: the driver stored `FIRED`
+            // last, or it was shut down), so no other thread reaches the slot until
+            // `register` links it under the driver's lock, which publishes the write.
+            unsafe { shared.waker.register_exclusive(cx.waker()) };
             let tick = this.driver.deadline_tick(*this.deadline);
             return match this.driver.register(node, tick) {
                 Registered::Pending => Poll::Pending,
@@ -102,6 +111,8 @@ impl TimerEntry {
                 Registered::Shutdown => shutdown_panic(),
             };
         }
+        // The waker goes in before `state` is read, so a fire that follows is sure to find it.
+        shared.waker.register(cx.waker());
         // Acquire pairs with the driver's stores of `FIRING` and `FIRED`.
         match shared.state.load(Ordering::Acquire) {
             FIRING | FIRED => Poll::Ready(()),
@@ -116,6 +127,7 @@ impl TimerEntry {
     pub(crate) fn reset(self: Pin<&mut Self>, deadline: Instant, reregister: bool) {
         let this = self.project();
         *this.deadline = deadline;
+        *this.may_be_past = true;
         if !*this.registered {
             return;
         }

@@ -6,7 +6,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use super::{sleep_until, Instant, Sleep};
+use super::{Instant, Sleep};
+use crate::runtime::Handle;
 
 /// A tick later than its deadline by more than this counts as missed.
 const MISSED_TICK_TOLERANCE: Duration = Duration::from_millis(5);
@@ -37,7 +38,7 @@ pub fn interval(period: Duration) -> Interval {
         !period.is_zero(),
         "escapement::time::interval: `period` must be non-zero"
     );
-    Interval::new(Instant::now(), period)
+    Interval::new("escapement::time::interval", None, period)
 }
 
 /// Ticks every `period`, the first tick completing at `start`.
@@ -63,7 +64,7 @@ pub fn interval_at(start: Instant, period: Duration) -> Interval {
         !period.is_zero(),
         "escapement::time::interval_at: `period` must be non-zero"
     );
-    Interval::new(start, period)
+    Interval::new("escapement::time::interval_at", Some(start), period)
 }
 
 /// What an [`Interval`] does when ticks were missed (its task was late polling it by more
@@ -121,10 +122,16 @@ pub struct Interval {
 }
 
 impl Interval {
+    /// An interval whose first tick is at `start` (`None`: now); `what` names the caller in
+    /// the panic outside a runtime.
     #[track_caller]
-    fn new(start: Instant, period: Duration) -> Interval {
+    fn new(what: &str, start: Option<Instant>, period: Duration) -> Interval {
+        let delay = Handle::with_current(what, |handle| {
+            let start = start.unwrap_or_else(|| handle.driver().clock().now());
+            Sleep::until(handle, start)
+        });
         Interval {
-            delay: Box::pin(sleep_until(start)),
+            delay: Box::pin(delay),
             period,
             missed_tick_behavior: MissedTickBehavior::default(),
         }

@@ -44,8 +44,7 @@ use crate::runtime::Handle;
 #[track_caller]
 pub fn sleep(duration: Duration) -> Sleep {
     Handle::with_current("escapement::time::sleep", |handle| {
-        let deadline = handle.driver().clock().now().saturating_add(duration);
-        Sleep::with_handle(handle, deadline)
+        Sleep::after(handle, duration)
     })
 }
 
@@ -75,7 +74,7 @@ pub fn sleep(duration: Duration) -> Sleep {
 #[track_caller]
 pub fn sleep_until(deadline: Instant) -> Sleep {
     Handle::with_current("escapement::time::sleep_until", |handle| {
-        Sleep::with_handle(handle, deadline)
+        Sleep::until(handle, deadline)
     })
 }
 
@@ -103,9 +102,22 @@ pin_project! {
 }
 
 impl Sleep {
-    pub(crate) fn with_handle(handle: &Handle, deadline: Instant) -> Sleep {
+    /// A sleep until `deadline`, which may already have passed.
+    pub(crate) fn until(handle: &Handle, deadline: Instant) -> Sleep {
         Sleep {
-            entry: TimerEntry::new(handle.driver_arc(), deadline),
+            entry: TimerEntry::new(handle.driver_arc(), deadline, true),
+        }
+    }
+
+    /// A sleep for `duration` from now.
+    pub(crate) fn after(handle: &Handle, duration: Duration) -> Sleep {
+        let driver = handle.driver();
+        let deadline = driver.clock().now().saturating_add(duration);
+        // A deadline a tick or more ahead is still ahead at a first poll that follows soon;
+        // one that is polled late registers and fires at the driver's next turn.
+        let may_be_past = duration < driver.tick();
+        Sleep {
+            entry: TimerEntry::new(handle.driver_arc(), deadline, may_be_past),
         }
     }
 

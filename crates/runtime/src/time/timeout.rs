@@ -42,8 +42,7 @@ use crate::runtime::Handle;
 #[track_caller]
 pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoFuture> {
     let delay = Handle::with_current("escapement::time::timeout", |handle| {
-        let deadline = handle.driver().clock().now().saturating_add(duration);
-        Sleep::with_handle(handle, deadline)
+        Sleep::after(handle, duration)
     });
     Timeout::new(future.into_future(), delay)
 }
@@ -71,7 +70,7 @@ pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoF
 #[track_caller]
 pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
     let delay = Handle::with_current("escapement::time::timeout_at", |handle| {
-        Sleep::with_handle(handle, deadline)
+        Sleep::until(handle, deadline)
     });
     Timeout::new(future.into_future(), delay)
 }
