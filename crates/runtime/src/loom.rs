@@ -14,12 +14,30 @@
 
 pub(crate) use imp::*;
 
+/// Declares one thread-local with a `const` initializer: with `std`, whose `const` form skips
+/// the lazy-initialization check on every access; with loom, whose macro takes a plain
+/// initializer.
+#[cfg(not(loom))]
+macro_rules! thread_local_const {
+    ($(#[$attr:meta])* static $name:ident: $t:ty = $init:expr;) => {
+        std::thread_local! { $(#[$attr])* static $name: $t = const { $init }; }
+    };
+}
+
+#[cfg(loom)]
+macro_rules! thread_local_const {
+    ($(#[$attr:meta])* static $name:ident: $t:ty = $init:expr;) => {
+        loom::thread_local! { $(#[$attr])* static $name: $t = $init; }
+    };
+}
+
+pub(crate) use thread_local_const;
+
 #[cfg(not(loom))]
 mod imp {
     pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use std::sync::Arc;
     pub(crate) use std::thread;
-    pub(crate) use std::thread_local;
 
     /// The number of CPUs the process may use, at least one.
     pub(crate) fn available_parallelism() -> usize {
@@ -96,7 +114,6 @@ mod imp {
     pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use loom::sync::Arc;
     pub(crate) use loom::thread;
-    pub(crate) use loom::thread_local;
 
     /// A fixed two: loom models are small.
     pub(crate) fn available_parallelism() -> usize {

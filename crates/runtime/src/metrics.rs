@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crossbeam_utils::CachePadded;
 
-use crate::loom::{thread_local, Arc, AtomicU64, Ordering};
+use crate::loom::{thread_local_const, Arc, AtomicU64, Ordering};
 
 /// Lateness buckets: `< 1 µs`, then `[2^(k-1), 2^k) µs` for `k` in `1..=22`, then `≥ 2^22 µs`
 /// (about 4.2 s).
@@ -33,10 +33,9 @@ pub(crate) struct Block {
 
 type Shared = Arc<CachePadded<Block>>;
 
-thread_local! {
+thread_local_const! {
     /// The block of the worker running on this thread, and the address of the `Metrics` it
     /// belongs to.
-    #[allow(clippy::missing_const_for_thread_local)] // loom's macro takes no `const` block
     static CURRENT: RefCell<Option<(usize, Shared)>> = RefCell::new(None);
 }
 

@@ -3,13 +3,15 @@
 use std::cell::{Cell, RefCell};
 
 use super::Handle;
-use crate::loom::thread_local;
+use crate::loom::thread_local_const;
 
-thread_local! {
-    #[allow(clippy::missing_const_for_thread_local)] // loom's macro takes no `const` block
+thread_local_const! {
+    /// The handle of the runtime the thread is in.
     static CURRENT: RefCell<Option<Handle>> = RefCell::new(None);
+}
+
+thread_local_const! {
     /// Set while the thread runs `block_on`, so a nested one is refused.
-    #[allow(clippy::missing_const_for_thread_local)] // loom's macro takes no `const` block
     static BLOCKING: Cell<bool> = Cell::new(false);
 }
 

@@ -19,7 +19,7 @@ use std::fmt;
 
 use super::queue::{Local, Steal};
 use super::Shared;
-use crate::loom::{thread_local, Arc};
+use crate::loom::{thread_local_const, Arc};
 use crate::park::Parker;
 use crate::runtime::context;
 use crate::runtime::Handle;
@@ -34,9 +34,8 @@ const OVERDUE_CHECK_INTERVAL: u32 = 4;
 
 type Task = Notified<Handle>;
 
-thread_local! {
+thread_local_const! {
     /// The local queue of the worker running on this thread, if any.
-    #[allow(clippy::missing_const_for_thread_local)] // loom's macro takes no `const` block
     static LOCAL: RefCell<Option<WorkerLocal>> = RefCell::new(None);
 }
 
