@@ -14,13 +14,14 @@ fn worker0_and_a_stand_in_fire_an_overdue_timer_once() {
         let mut timer = driver.timer(5);
         let (waker, wakes) = counting_waker();
         assert_eq!(timer.poll(&waker), TimerPoll::Pending);
-        driver.advance(5);
+        // A tick past the deadline: overdue enough for a stand-in.
+        driver.advance(6);
 
         let stand_in = {
             let driver = driver.clone();
             thread::spawn(move || driver.try_process_overdue())
         };
-        let by_worker0 = driver.process(5);
+        let by_worker0 = driver.process(6);
         let by_stand_in = stand_in.join().unwrap();
 
         assert_eq!(

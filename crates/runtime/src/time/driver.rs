@@ -82,6 +82,12 @@ const NEVER: u64 = u64::MAX;
 /// Wakers woken per batch, after the lock is released.
 pub(crate) const WAKE_BATCH: usize = 32;
 
+/// How overdue the next timer must be before a thread other than worker 0 fires it. Worker 0,
+/// when merely busy, fires due timers between two task polls, microseconds apart; a timer this
+/// late means it is stuck in one long poll. Stepping in sooner would only move timer work
+/// (and the wakes it makes) off worker 0 for nothing.
+const STAND_IN_GRACE: Duration = Duration::from_micros(200);
+
 /// The part of a timer entry the driver shares with its owner.
 pub(crate) struct TimerShared {
     pub(crate) state: AtomicU64,
@@ -389,15 +395,16 @@ impl Driver {
         self.floor_tick(now) >= next && self.process(now) > 0
     }
 
-    /// For a worker other than worker 0: fires what is overdue if the driver's lock is free
-    /// (worker 0 may be stuck in a long poll). Returns whether it fired anything.
+    /// For a thread other than worker 0: fires what is due if the next timer is overdue by
+    /// more than [`STAND_IN_GRACE`] (worker 0 is then stuck in a long poll) and the driver's
+    /// lock is free. Returns whether it fired anything.
     pub(crate) fn try_process_overdue(&self) -> bool {
         let next = self.next_due.load(Ordering::Relaxed);
         if next == NEVER {
             return false;
         }
         let now = self.clock.now();
-        if self.floor_tick(now) < next {
+        if now < self.tick_instant(next).saturating_add(STAND_IN_GRACE) {
             return false;
         }
         match self.inner.try_lock() {
@@ -533,17 +540,15 @@ impl Driver {
         self.worker0_parked.load(Ordering::Relaxed)
     }
 
-    /// The time until the next timer may be due, if one is pending and the clock runs; for a
-    /// worker other than worker 0 standing in for it.
+    /// The time until the next timer, if one is pending and the clock runs, is overdue enough
+    /// for a thread other than worker 0 to stand in for it.
     pub(crate) fn time_to_next(&self) -> Option<Duration> {
         let next = self.next_due()?;
         if self.clock.is_paused() {
             return None;
         }
-        Some(
-            self.tick_instant(next)
-                .saturating_duration_since(self.clock.now()),
-        )
+        let overdue_at = self.tick_instant(next).saturating_add(STAND_IN_GRACE);
+        Some(overdue_at.saturating_duration_since(self.clock.now()))
     }
 
     /// Worker 0 woke up.
