@@ -42,6 +42,11 @@ mod util;
 pub use metrics::{LatenessHistogram, RuntimeMetrics};
 pub use runtime::{spawn, Builder, EnterGuard, Handle, Runtime, TryCurrentError};
 
+/// The README's Rust examples, compiled and run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
+
 /// Runs an `async fn` as the program's entry point, on a new multi-threaded runtime.
 ///
 /// The function becomes a plain `fn` with the same attributes, visibility, name and return

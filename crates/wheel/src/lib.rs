@@ -48,7 +48,7 @@
 //! [`Wheel`] owns its timers in a slab and names them by generation-checked [`TimerKey`]s:
 //! safe, and a stale key never touches another timer. [`IntrusiveWheel`] links [`Node`]s that
 //! live in the caller's memory (pinned inside a future, say) and allocates nothing; it is the
-//! one `unsafe` part of the crate. Both drive the same [`Hierarchy`](hierarchy) code, which is
+//! one `unsafe` part of the crate. Both drive the same `Hierarchy` code (`hierarchy.rs`), which is
 //! generic over where nodes live.
 //!
 //! [`poll`]: Wheel::poll
