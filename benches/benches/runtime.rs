@@ -212,8 +212,12 @@ fn bench_on<R: Rt, F: Future<Output = ()> + Send + 'static>(
             elapsed
         })
     });
-    // Criterion warms up first, then takes its samples: the last `SAMPLES` calls.
+    // Criterion warms up first, then takes its samples: the last `SAMPLES` calls. A
+    // benchmark left out by a filter on the command line made none.
     let cpu = cpu_per_iter_ns.into_inner();
+    if cpu.is_empty() {
+        return;
+    }
     let measured = &cpu[cpu.len().saturating_sub(SAMPLES)..];
     println!(
         "  {name}/{parameter}: thread CPU per iteration {:.1} ns (median, min–max of {} samples); \

@@ -126,10 +126,9 @@ impl Interval {
     /// the panic outside a runtime.
     #[track_caller]
     fn new(what: &str, start: Option<Instant>, period: Duration) -> Interval {
-        let delay = Handle::with_current(what, |handle| {
-            let start = start.unwrap_or_else(|| handle.driver().clock().now());
-            Sleep::until(handle, start)
-        });
+        let driver = Handle::with_current(what, Handle::driver_arc);
+        let start = start.unwrap_or_else(|| driver.clock().now());
+        let delay = Sleep::until(driver, start);
         Interval {
             delay: Box::pin(delay),
             period,

@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use pin_project_lite::pin_project;
 
+use super::driver::Driver;
 use super::entry::TimerEntry;
 use super::Instant;
+use crate::loom::Arc;
 use crate::runtime::Handle;
 
 /// Waits until `duration` has elapsed.
@@ -43,9 +45,10 @@ use crate::runtime::Handle;
 /// Dropping the `Sleep` before it completes cancels the timer (an O(1) unlink).
 #[track_caller]
 pub fn sleep(duration: Duration) -> Sleep {
-    Handle::with_current("escapement::time::sleep", |handle| {
-        Sleep::after(handle, duration)
-    })
+    Sleep::after(
+        Handle::with_current("escapement::time::sleep", Handle::driver_arc),
+        duration,
+    )
 }
 
 /// Waits until `deadline`.
@@ -73,9 +76,10 @@ pub fn sleep(duration: Duration) -> Sleep {
 /// Dropping the `Sleep` early cancels the timer.
 #[track_caller]
 pub fn sleep_until(deadline: Instant) -> Sleep {
-    Handle::with_current("escapement::time::sleep_until", |handle| {
-        Sleep::until(handle, deadline)
-    })
+    Sleep::until(
+        Handle::with_current("escapement::time::sleep_until", Handle::driver_arc),
+        deadline,
+    )
 }
 
 pin_project! {
@@ -101,23 +105,27 @@ pin_project! {
     }
 }
 
+// The constructors take the driver, not the `Handle`: only the driver's `Arc` comes out of
+// the thread-local access, and the timer is built after it, in place. Building the 96-byte
+// timer inside `Handle::with_current`'s closure moved it through the closure's result and an
+// `Option`, which made `timeout` around a ready future 1.2x tokio's cost instead of 0.94x
+// (docs/benchmarks.md, (a)).
 impl Sleep {
     /// A sleep until `deadline`, which may already have passed.
-    pub(crate) fn until(handle: &Handle, deadline: Instant) -> Sleep {
+    pub(crate) fn until(driver: Arc<Driver>, deadline: Instant) -> Sleep {
         Sleep {
-            entry: TimerEntry::new(handle.driver_arc(), deadline, true),
+            entry: TimerEntry::new(driver, deadline, true),
         }
     }
 
     /// A sleep for `duration` from now.
-    pub(crate) fn after(handle: &Handle, duration: Duration) -> Sleep {
-        let driver = handle.driver();
+    pub(crate) fn after(driver: Arc<Driver>, duration: Duration) -> Sleep {
         let deadline = driver.clock().now().saturating_add(duration);
         // A deadline a tick or more ahead is still ahead at a first poll that follows soon;
         // one that is polled late registers and fires at the driver's next turn.
         let may_be_past = duration < driver.tick();
         Sleep {
-            entry: TimerEntry::new(handle.driver_arc(), deadline, may_be_past),
+            entry: TimerEntry::new(driver, deadline, may_be_past),
         }
     }
 

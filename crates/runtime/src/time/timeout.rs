@@ -41,9 +41,8 @@ use crate::runtime::Handle;
 /// Dropping the `Timeout` drops the inner future and cancels the timer.
 #[track_caller]
 pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoFuture> {
-    let delay = Handle::with_current("escapement::time::timeout", |handle| {
-        Sleep::after(handle, duration)
-    });
+    let driver = Handle::with_current("escapement::time::timeout", Handle::driver_arc);
+    let delay = Sleep::after(driver, duration);
     Timeout::new(future.into_future(), delay)
 }
 
@@ -69,9 +68,8 @@ pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoF
 /// Dropping the `Timeout` drops the inner future and cancels the timer.
 #[track_caller]
 pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
-    let delay = Handle::with_current("escapement::time::timeout_at", |handle| {
-        Sleep::until(handle, deadline)
-    });
+    let driver = Handle::with_current("escapement::time::timeout_at", Handle::driver_arc);
+    let delay = Sleep::until(driver, deadline);
     Timeout::new(future.into_future(), delay)
 }
 
