@@ -73,49 +73,6 @@ impl Escapement {
     }
 }
 
-impl Rt for Escapement {
-    const NAME: &'static str = "escapement";
-
-    type Sleep = escapement::time::Sleep;
-
-    fn sleep(duration: Duration) -> Self::Sleep {
-        escapement::time::sleep(duration)
-    }
-
-    fn reset(sleep: Pin<&mut Self::Sleep>, deadline: std::time::Instant) {
-        sleep.reset(escapement::time::Instant::from_std(deadline));
-    }
-
-    fn is_elapsed(sleep: &Self::Sleep) -> bool {
-        sleep.is_elapsed()
-    }
-
-    async fn timeout<F: Future>(duration: Duration, future: F) -> Option<F::Output> {
-        escapement::time::timeout(duration, future).await.ok()
-    }
-
-    fn yield_now() -> impl Future<Output = ()> + Send {
-        escapement::task::yield_now()
-    }
-
-    fn unconstrained<F: Future + Send>(future: F) -> impl Future<Output = F::Output> + Send {
-        future
-    }
-
-    fn block_on<F: Future>(&self, future: F) -> F::Output {
-        self.0.block_on(future)
-    }
-
-    fn spawn<F>(&self, future: F) -> impl Future<Output = F::Output> + Send + 'static
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        let task = self.0.spawn(future);
-        async move { task.await.expect("the task panicked") }
-    }
-}
-
 /// A tokio multi-threaded runtime, with the time driver.
 #[derive(Debug)]
 pub(crate) struct Tokio(pub(crate) tokio::runtime::Runtime);
@@ -139,48 +96,62 @@ impl Tokio {
     }
 }
 
-impl Rt for Tokio {
-    const NAME: &'static str = "tokio";
+/// Implements [`Rt`] for `$wrapper`, the wrapper of `$krate`'s runtime. Both crates spell
+/// the API alike (`$krate::time::{sleep, timeout, Sleep, Instant}`, `$krate::task::yield_now`,
+/// `block_on` and `spawn` on the runtime), so one body serves both; only `unconstrained`
+/// differs, and is given as the function that wraps the future.
+macro_rules! impl_rt {
+    ($wrapper:ident, $krate:ident, unconstrained: $unconstrained:path) => {
+        impl Rt for $wrapper {
+            const NAME: &'static str = stringify!($krate);
 
-    type Sleep = tokio::time::Sleep;
+            type Sleep = $krate::time::Sleep;
 
-    fn sleep(duration: Duration) -> Self::Sleep {
-        tokio::time::sleep(duration)
-    }
+            fn sleep(duration: Duration) -> Self::Sleep {
+                $krate::time::sleep(duration)
+            }
 
-    fn reset(sleep: Pin<&mut Self::Sleep>, deadline: std::time::Instant) {
-        sleep.reset(tokio::time::Instant::from_std(deadline));
-    }
+            fn reset(sleep: Pin<&mut Self::Sleep>, deadline: std::time::Instant) {
+                sleep.reset($krate::time::Instant::from_std(deadline));
+            }
 
-    fn is_elapsed(sleep: &Self::Sleep) -> bool {
-        sleep.is_elapsed()
-    }
+            fn is_elapsed(sleep: &Self::Sleep) -> bool {
+                sleep.is_elapsed()
+            }
 
-    async fn timeout<F: Future>(duration: Duration, future: F) -> Option<F::Output> {
-        tokio::time::timeout(duration, future).await.ok()
-    }
+            async fn timeout<F: Future>(duration: Duration, future: F) -> Option<F::Output> {
+                $krate::time::timeout(duration, future).await.ok()
+            }
 
-    fn yield_now() -> impl Future<Output = ()> + Send {
-        tokio::task::yield_now()
-    }
+            fn yield_now() -> impl Future<Output = ()> + Send {
+                $krate::task::yield_now()
+            }
 
-    fn unconstrained<F: Future + Send>(future: F) -> impl Future<Output = F::Output> + Send {
-        tokio::task::unconstrained(future)
-    }
+            fn unconstrained<F: Future + Send>(
+                future: F,
+            ) -> impl Future<Output = F::Output> + Send {
+                $unconstrained(future)
+            }
 
-    fn block_on<F: Future>(&self, future: F) -> F::Output {
-        self.0.block_on(future)
-    }
+            fn block_on<F: Future>(&self, future: F) -> F::Output {
+                self.0.block_on(future)
+            }
 
-    fn spawn<F>(&self, future: F) -> impl Future<Output = F::Output> + Send + 'static
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        let task = self.0.spawn(future);
-        async move { task.await.expect("the task panicked") }
-    }
+            fn spawn<F>(&self, future: F) -> impl Future<Output = F::Output> + Send + 'static
+            where
+                F: Future + Send + 'static,
+                F::Output: Send + 'static,
+            {
+                let task = self.0.spawn(future);
+                async move { task.await.expect("the task panicked") }
+            }
+        }
+    };
 }
+
+// escapement has no cooperative budget: its `unconstrained` is the future itself.
+impl_rt!(Escapement, escapement, unconstrained: std::convert::identity);
+impl_rt!(Tokio, tokio, unconstrained: tokio::task::unconstrained);
 
 /// The median and range of repeated measurements.
 #[derive(Debug, Clone, Copy)]
