@@ -67,8 +67,8 @@ use rand::{Rng, SeedableRng};
 mod common;
 
 use common::{
-    child_args, poll_once, print_result, run_child, started_by_cargo_bench, ChildOutcome,
-    Escapement, Rt, Spread, Tokio,
+    child_args, poll_once, print_result, started_by_cargo_bench, worker_counts, Escapement, Rt,
+    Runs, Tokio,
 };
 
 /// Simulated connections.
@@ -168,62 +168,28 @@ fn main() {
         ));
         return;
     }
-    if !started_by_cargo_bench() {
-        println!(
-            "{} takes minutes: run it with `cargo bench`",
-            module_path!()
-        );
+    if !started_by_cargo_bench(module_path!()) {
         return;
     }
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // One worker per CPU, the runtimes' default, then one worker.
-    for workers in [cpus, 1] {
+    for workers in worker_counts() {
         table(workers);
     }
 }
 
 /// Runs every child with `workers` workers and prints the table.
 fn table(workers: usize) {
-    let names = [Escapement::NAME, Tokio::NAME];
-    let mut samples: [Vec<Sample>; 2] = [Vec::new(), Vec::new()];
-    let mut hung = [0; 2];
     println!(
         "churn: {CONNECTIONS} connections x 4 timers, {HANDLERS} handler tasks, workers: {workers}, \
          {DURATION:?} per run, {RUNS} runs each"
     );
-    for run in 0..RUNS {
-        // Alternate which runtime goes first, so drift in the machine's load hits both.
-        for i in [run % 2, 1 - run % 2] {
-            if hung[i] >= MAX_HANGS {
-                println!(
-                    "  run {run} {:<10} skipped after {MAX_HANGS} hangs",
-                    names[i]
-                );
-                continue;
-            }
-            match run_child(&[names[i], &workers.to_string()], HANG_LIMIT) {
-                ChildOutcome::Done(line) => {
-                    let sample = parse(&line);
-                    println!(
-                        "  run {run} {:<10} {:.2} M timer ops/s ({:?} in {:.2} s)",
-                        names[i],
-                        sample.per_second(sample.ops.total()) / 1e6,
-                        sample.ops,
-                        sample.seconds
-                    );
-                    samples[i].push(sample);
-                }
-                ChildOutcome::Hung => {
-                    println!(
-                        "  run {run} {:<10} HUNG: killed after {HANG_LIMIT:?}",
-                        names[i]
-                    );
-                    hung[i] += 1;
-                }
-                ChildOutcome::Failed(why) => panic!("{} failed: {why}", names[i]),
-            }
-        }
-    }
+    let runs = Runs::collect(workers, RUNS, HANG_LIMIT, MAX_HANGS, parse, |sample| {
+        format!(
+            "{:.2} M timer ops/s ({:?} in {:.2} s)",
+            sample.per_second(sample.ops.total()) / 1e6,
+            sample.ops,
+            sample.seconds
+        )
+    });
     println!();
     println!("| workers: {workers}, M ops/s | escapement | tokio | escapement / tokio |");
     println!("|---|---|---|---|");
@@ -235,30 +201,9 @@ fn table(workers: usize) {
         ("fires", |o| o.fires),
     ];
     for (label, count) in rows {
-        let spread = |i: usize| {
-            (!samples[i].is_empty()).then(|| {
-                let rates: Vec<f64> = samples[i]
-                    .iter()
-                    .map(|s| s.per_second(count(&s.ops)) / 1e6)
-                    .collect();
-                Spread::of(&rates)
-            })
-        };
-        let cell = |s: Option<Spread>| s.map_or("–".to_owned(), |s| format!("{s:.2}"));
-        let (e, t) = (spread(0), spread(1));
-        let ratio = match (e, t) {
-            (Some(e), Some(t)) => format!("{:.2}", e.median / t.median),
-            _ => "–".to_owned(),
-        };
-        println!("| {label} | {} | {} | {ratio} |", cell(e), cell(t));
+        runs.print_row(label, |s| s.per_second(count(&s.ops)) / 1e6, 2);
     }
-    println!(
-        "| runs completed (hung) | {} ({}) | {} ({}) | |",
-        samples[0].len(),
-        hung[0],
-        samples[1].len(),
-        hung[1]
-    );
+    runs.print_completed();
     println!();
 }
 

@@ -115,11 +115,7 @@ fn main() {
         ));
         return;
     }
-    if !started_by_cargo_bench() {
-        println!(
-            "{} takes minutes: run it with `cargo bench`",
-            module_path!()
-        );
+    if !started_by_cargo_bench(module_path!()) {
         return;
     }
     for scenario in ["idle", "blocked"] {

@@ -34,8 +34,7 @@ use rand::{Rng, SeedableRng};
 mod common;
 
 use common::{
-    child_args, print_result, run_child, started_by_cargo_bench, ChildOutcome, Escapement, Rt,
-    Spread, Tokio,
+    child_args, print_result, started_by_cargo_bench, worker_counts, Escapement, Rt, Runs, Tokio,
 };
 
 /// Tasks in the storm.
@@ -74,59 +73,25 @@ fn main() {
         ));
         return;
     }
-    if !started_by_cargo_bench() {
-        println!(
-            "{} takes minutes: run it with `cargo bench`",
-            module_path!()
-        );
+    if !started_by_cargo_bench(module_path!()) {
         return;
     }
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // One worker per CPU, the runtimes' default, then one worker.
-    for workers in [cpus, 1] {
+    for workers in worker_counts() {
         table(workers);
     }
 }
 
 /// Runs the storm `RUNS` times on each runtime with `workers` workers and prints the table.
 fn table(workers: usize) {
-    let names = [Escapement::NAME, Tokio::NAME];
-    let mut samples: [Vec<Sample>; 2] = [Vec::new(), Vec::new()];
-    let mut hung = [0; 2];
     println!(
         "sleep storm: {TASKS} tasks, sleeps uniform over 1..1000 ms, workers: {workers}, {RUNS} runs each"
     );
-    for run in 0..RUNS {
-        // Alternate which runtime goes first, so drift in the machine's load hits both.
-        for i in [run % 2, 1 - run % 2] {
-            if hung[i] >= MAX_HANGS {
-                println!(
-                    "  run {run} {:<10} skipped after {MAX_HANGS} hangs",
-                    names[i]
-                );
-                continue;
-            }
-            let outcome = run_child(&[names[i], &workers.to_string()], HANG_LIMIT);
-            match outcome {
-                ChildOutcome::Done(line) => {
-                    let sample = parse(&line);
-                    println!(
-                        "  run {run} {:<10} wall {:.3} s, cpu {:.3} s, peak RSS {:.1} MiB",
-                        names[i], sample.wall_s, sample.cpu_s, sample.peak_rss_mib
-                    );
-                    samples[i].push(sample);
-                }
-                ChildOutcome::Hung => {
-                    println!(
-                        "  run {run} {:<10} HUNG: killed after {HANG_LIMIT:?}",
-                        names[i]
-                    );
-                    hung[i] += 1;
-                }
-                ChildOutcome::Failed(why) => panic!("{} failed: {why}", names[i]),
-            }
-        }
-    }
+    let runs = Runs::collect(workers, RUNS, HANG_LIMIT, MAX_HANGS, parse, |sample| {
+        format!(
+            "wall {:.3} s, cpu {:.3} s, peak RSS {:.1} MiB",
+            sample.wall_s, sample.cpu_s, sample.peak_rss_mib
+        )
+    });
     println!();
     println!("| workers: {workers} | escapement | tokio | escapement / tokio |");
     println!("|---|---|---|---|");
@@ -135,29 +100,10 @@ fn table(workers: usize) {
         ("CPU time, user+sys (s)", |s| s.cpu_s, 3),
         ("peak RSS (MiB)", |s| s.peak_rss_mib, 1),
     ];
-    for (label, f, precision) in rows {
-        let spread = |i: usize| {
-            (!samples[i].is_empty())
-                .then(|| Spread::of(&samples[i].iter().map(f).collect::<Vec<_>>()))
-        };
-        let cell = |s: Option<Spread>| match s {
-            Some(s) => format!("{s:.precision$}"),
-            None => "–".to_owned(),
-        };
-        let (e, t) = (spread(0), spread(1));
-        let ratio = match (e, t) {
-            (Some(e), Some(t)) => format!("{:.2}", e.median / t.median),
-            _ => "–".to_owned(),
-        };
-        println!("| {label} | {} | {} | {ratio} |", cell(e), cell(t));
+    for (label, quantity, precision) in rows {
+        runs.print_row(label, quantity, precision);
     }
-    println!(
-        "| runs completed (hung) | {} ({}) | {} ({}) | |",
-        samples[0].len(),
-        hung[0],
-        samples[1].len(),
-        hung[1]
-    );
+    runs.print_completed();
     println!();
 }
 

@@ -9,10 +9,44 @@
 //!     cargo test -p escapement-loom-tests --release --target-dir target/loom
 //! ```
 //!
-//! This library holds what the models share: a waker that counts its wakes.
+//! This library holds what the models share: a waker that counts its wakes, a timer
+//! registered with one, and worker 0 processing the timers on a thread of its own.
 
 #[cfg(loom)]
+pub use driver::{process_on_worker0, registered_timer};
+#[cfg(loom)]
 pub use waker::{counting_waker, Wakes};
+
+#[cfg(loom)]
+mod driver {
+    use std::task::Waker;
+
+    use escapement::loom_api::{Driver, Timer, TimerPoll};
+    use loom::thread;
+
+    use crate::{counting_waker, Wakes};
+
+    /// A timer of `driver` due at `tick`, registered: polled once, and `Pending`, with a new
+    /// [`counting_waker`]. Returns the timer, that waker and its counter.
+    ///
+    /// # Panics
+    ///
+    /// If the first poll is not `Pending`.
+    #[track_caller]
+    pub fn registered_timer(driver: &Driver, tick: u64) -> (Timer, Waker, Wakes) {
+        let mut timer = driver.timer(tick);
+        let (waker, wakes) = counting_waker();
+        assert_eq!(timer.poll(&waker), TimerPoll::Pending);
+        (timer, waker, wakes)
+    }
+
+    /// Worker 0 on a new thread, processing `driver`'s timers due by `tick`; joining it
+    /// gives how many timers it fired.
+    pub fn process_on_worker0(driver: &Driver, tick: u64) -> thread::JoinHandle<usize> {
+        let driver = driver.clone();
+        thread::spawn(move || driver.process(tick))
+    }
+}
 
 #[cfg(loom)]
 mod waker {

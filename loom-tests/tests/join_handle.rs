@@ -65,6 +65,12 @@ fn run_all(tasks: &Tasks) {
     while tasks.run_one() {}
 }
 
+/// A new thread (the runner) that runs the tasks until none is left to run.
+fn spawn_runner(tasks: &Tasks) -> thread::JoinHandle<()> {
+    let tasks = tasks.clone();
+    thread::spawn(move || run_all(&tasks))
+}
+
 fn poll_handle(
     handle: &mut escapement::JoinHandle<Tracked>,
     waker: &std::task::Waker,
@@ -77,10 +83,7 @@ fn completion_racing_abort() {
     loom::model(|| {
         let tasks = Tasks::new();
         let (mut handle, counts) = spawn(&tasks);
-        let runner = {
-            let tasks = tasks.clone();
-            thread::spawn(move || run_all(&tasks))
-        };
+        let runner = spawn_runner(&tasks);
         handle.abort();
         runner.join().unwrap();
         run_all(&tasks);
@@ -107,10 +110,7 @@ fn completion_racing_join_handle_drop() {
     loom::model(|| {
         let tasks = Tasks::new();
         let (handle, counts) = spawn(&tasks);
-        let runner = {
-            let tasks = tasks.clone();
-            thread::spawn(move || run_all(&tasks))
-        };
+        let runner = spawn_runner(&tasks);
         drop(handle);
         runner.join().unwrap();
         assert_eq!(counts.future.load(Ordering::SeqCst), 1);
@@ -128,10 +128,7 @@ fn completion_racing_a_join_poll_wakes_the_joiner() {
     loom::model(|| {
         let tasks = Tasks::new();
         let (mut handle, counts) = spawn(&tasks);
-        let runner = {
-            let tasks = tasks.clone();
-            thread::spawn(move || run_all(&tasks))
-        };
+        let runner = spawn_runner(&tasks);
         let (waker, wakes) = counting_waker();
         let first = poll_handle(&mut handle, &waker);
         runner.join().unwrap();
@@ -157,10 +154,7 @@ fn abort_racing_join_handle_drop_racing_completion() {
     loom::model(|| {
         let tasks = Tasks::new();
         let (handle, counts) = spawn(&tasks);
-        let runner = {
-            let tasks = tasks.clone();
-            thread::spawn(move || run_all(&tasks))
-        };
+        let runner = spawn_runner(&tasks);
         let aborter = thread::spawn(move || {
             handle.abort();
             drop(handle);
@@ -179,10 +173,7 @@ fn shutdown_racing_completion() {
     loom::model(|| {
         let tasks = Tasks::new();
         let (handle, counts) = spawn(&tasks);
-        let runner = {
-            let tasks = tasks.clone();
-            thread::spawn(move || run_all(&tasks))
-        };
+        let runner = spawn_runner(&tasks);
         tasks.shutdown();
         runner.join().unwrap();
         drop(handle);

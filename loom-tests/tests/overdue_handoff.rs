@@ -4,16 +4,14 @@
 #![cfg(loom)]
 
 use escapement::loom_api::{Driver, TimerPoll};
-use escapement_loom_tests::counting_waker;
+use escapement_loom_tests::registered_timer;
 use loom::thread;
 
 #[test]
 fn worker0_and_a_stand_in_fire_an_overdue_timer_once() {
     loom::model(|| {
         let (driver, _worker0) = Driver::new(true);
-        let mut timer = driver.timer(5);
-        let (waker, wakes) = counting_waker();
-        assert_eq!(timer.poll(&waker), TimerPoll::Pending);
+        let (mut timer, waker, wakes) = registered_timer(&driver, 5);
         // A tick past the deadline: overdue enough for a stand-in.
         driver.advance(6);
 

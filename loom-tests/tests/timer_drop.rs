@@ -5,21 +5,15 @@
 #![cfg(loom)]
 
 use escapement::loom_api::{Driver, TimerPoll};
-use escapement_loom_tests::counting_waker;
-use loom::thread;
+use escapement_loom_tests::{counting_waker, process_on_worker0, registered_timer};
 
 #[test]
 fn drop_racing_fire() {
     loom::model(|| {
         let (driver, _worker0) = Driver::new(true);
-        let mut timer = driver.timer(5);
-        let (waker, wakes) = counting_waker();
-        assert_eq!(timer.poll(&waker), TimerPoll::Pending);
+        let (timer, _waker, wakes) = registered_timer(&driver, 5);
 
-        let worker0 = {
-            let driver = driver.clone();
-            thread::spawn(move || driver.process(5))
-        };
+        let worker0 = process_on_worker0(&driver, 5);
         drop(timer);
         let fired = worker0.join().unwrap();
 
@@ -46,10 +40,7 @@ fn drop_of_a_never_polled_timer_racing_fire_of_another() {
         let (waker, wakes) = counting_waker();
         assert_eq!(polled.poll(&waker), TimerPoll::Pending);
 
-        let worker0 = {
-            let driver = driver.clone();
-            thread::spawn(move || driver.process(5))
-        };
+        let worker0 = process_on_worker0(&driver, 5);
         drop(unpolled);
         drop(polled);
         let fired = worker0.join().unwrap();

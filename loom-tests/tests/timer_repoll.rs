@@ -4,8 +4,7 @@
 #![cfg(loom)]
 
 use escapement::loom_api::{Driver, TimerPoll};
-use escapement_loom_tests::counting_waker;
-use loom::thread;
+use escapement_loom_tests::{counting_waker, process_on_worker0};
 
 #[test]
 fn fire_racing_a_repoll_with_a_new_waker_wakes_the_new_waker() {
@@ -16,10 +15,7 @@ fn fire_racing_a_repoll_with_a_new_waker_wakes_the_new_waker() {
         let (second, second_wakes) = counting_waker();
         assert_eq!(timer.poll(&first), TimerPoll::Pending);
 
-        let worker0 = {
-            let driver = driver.clone();
-            thread::spawn(move || driver.process(5))
-        };
+        let worker0 = process_on_worker0(&driver, 5);
         let seen = timer.poll(&second);
         assert_eq!(worker0.join().unwrap(), 1, "the timer fires exactly once");
 
@@ -43,10 +39,7 @@ fn processing_before_the_deadline_neither_fires_nor_wakes() {
         let (second, second_wakes) = counting_waker();
         assert_eq!(timer.poll(&first), TimerPoll::Pending);
 
-        let worker0 = {
-            let driver = driver.clone();
-            thread::spawn(move || driver.process(4))
-        };
+        let worker0 = process_on_worker0(&driver, 4);
         assert_eq!(timer.poll(&second), TimerPoll::Pending);
         assert_eq!(worker0.join().unwrap(), 0);
         assert_eq!(

@@ -4,21 +4,15 @@
 #![cfg(loom)]
 
 use escapement::loom_api::{Driver, TimerPoll};
-use escapement_loom_tests::counting_waker;
-use loom::thread;
+use escapement_loom_tests::{process_on_worker0, registered_timer};
 
 #[test]
 fn reset_later_racing_fire() {
     loom::model(|| {
         let (driver, _worker0) = Driver::new(true);
-        let mut timer = driver.timer(5);
-        let (waker, wakes) = counting_waker();
-        assert_eq!(timer.poll(&waker), TimerPoll::Pending);
+        let (mut timer, waker, wakes) = registered_timer(&driver, 5);
 
-        let worker0 = {
-            let driver = driver.clone();
-            thread::spawn(move || driver.process(5))
-        };
+        let worker0 = process_on_worker0(&driver, 5);
         timer.reset(9);
         worker0.join().unwrap();
 
@@ -44,14 +38,9 @@ fn reset_later_racing_fire() {
 fn reset_earlier_racing_fire() {
     loom::model(|| {
         let (driver, _worker0) = Driver::new(true);
-        let mut timer = driver.timer(9);
-        let (waker, wakes) = counting_waker();
-        assert_eq!(timer.poll(&waker), TimerPoll::Pending);
+        let (mut timer, waker, wakes) = registered_timer(&driver, 9);
 
-        let worker0 = {
-            let driver = driver.clone();
-            thread::spawn(move || driver.process(5))
-        };
+        let worker0 = process_on_worker0(&driver, 5);
         timer.reset(5);
         let fired_by_worker0 = worker0.join().unwrap();
 

@@ -6,9 +6,8 @@
 use std::task::{RawWaker, RawWakerVTable, Waker};
 
 use escapement::loom_api::{Driver, Timer, TimerPoll};
-use escapement_loom_tests::counting_waker;
+use escapement_loom_tests::{counting_waker, process_on_worker0};
 use loom::sync::{Arc, Mutex};
-use loom::thread;
 
 /// A waker that, when woken, drops the timer in its slot.
 fn dropping_waker(slot: Arc<Mutex<Option<Timer>>>) -> Waker {
@@ -60,10 +59,7 @@ fn model(other_tick: u64) {
             TimerPoll::Pending
         );
 
-        let worker0 = {
-            let driver = driver.clone();
-            thread::spawn(move || driver.process(5))
-        };
+        let worker0 = process_on_worker0(&driver, 5);
         // Meanwhile the owner may drop the other timer itself.
         let mine = slot.lock().unwrap().take();
         drop(mine);

@@ -73,49 +73,6 @@ impl Escapement {
     }
 }
 
-impl Rt for Escapement {
-    const NAME: &'static str = "escapement";
-
-    type Sleep = escapement::time::Sleep;
-
-    fn sleep(duration: Duration) -> Self::Sleep {
-        escapement::time::sleep(duration)
-    }
-
-    fn reset(sleep: Pin<&mut Self::Sleep>, deadline: std::time::Instant) {
-        sleep.reset(escapement::time::Instant::from_std(deadline));
-    }
-
-    fn is_elapsed(sleep: &Self::Sleep) -> bool {
-        sleep.is_elapsed()
-    }
-
-    async fn timeout<F: Future>(duration: Duration, future: F) -> Option<F::Output> {
-        escapement::time::timeout(duration, future).await.ok()
-    }
-
-    fn yield_now() -> impl Future<Output = ()> + Send {
-        escapement::task::yield_now()
-    }
-
-    fn unconstrained<F: Future + Send>(future: F) -> impl Future<Output = F::Output> + Send {
-        future
-    }
-
-    fn block_on<F: Future>(&self, future: F) -> F::Output {
-        self.0.block_on(future)
-    }
-
-    fn spawn<F>(&self, future: F) -> impl Future<Output = F::Output> + Send + 'static
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        let task = self.0.spawn(future);
-        async move { task.await.expect("the task panicked") }
-    }
-}
-
 /// A tokio multi-threaded runtime, with the time driver.
 #[derive(Debug)]
 pub(crate) struct Tokio(pub(crate) tokio::runtime::Runtime);
@@ -139,48 +96,62 @@ impl Tokio {
     }
 }
 
-impl Rt for Tokio {
-    const NAME: &'static str = "tokio";
+/// Implements [`Rt`] for `$wrapper`, the wrapper of `$krate`'s runtime. Both crates spell
+/// the API alike (`$krate::time::{sleep, timeout, Sleep, Instant}`, `$krate::task::yield_now`,
+/// `block_on` and `spawn` on the runtime), so one body serves both; only `unconstrained`
+/// differs, and is given as the function that wraps the future.
+macro_rules! impl_rt {
+    ($wrapper:ident, $krate:ident, unconstrained: $unconstrained:path) => {
+        impl Rt for $wrapper {
+            const NAME: &'static str = stringify!($krate);
 
-    type Sleep = tokio::time::Sleep;
+            type Sleep = $krate::time::Sleep;
 
-    fn sleep(duration: Duration) -> Self::Sleep {
-        tokio::time::sleep(duration)
-    }
+            fn sleep(duration: Duration) -> Self::Sleep {
+                $krate::time::sleep(duration)
+            }
 
-    fn reset(sleep: Pin<&mut Self::Sleep>, deadline: std::time::Instant) {
-        sleep.reset(tokio::time::Instant::from_std(deadline));
-    }
+            fn reset(sleep: Pin<&mut Self::Sleep>, deadline: std::time::Instant) {
+                sleep.reset($krate::time::Instant::from_std(deadline));
+            }
 
-    fn is_elapsed(sleep: &Self::Sleep) -> bool {
-        sleep.is_elapsed()
-    }
+            fn is_elapsed(sleep: &Self::Sleep) -> bool {
+                sleep.is_elapsed()
+            }
 
-    async fn timeout<F: Future>(duration: Duration, future: F) -> Option<F::Output> {
-        tokio::time::timeout(duration, future).await.ok()
-    }
+            async fn timeout<F: Future>(duration: Duration, future: F) -> Option<F::Output> {
+                $krate::time::timeout(duration, future).await.ok()
+            }
 
-    fn yield_now() -> impl Future<Output = ()> + Send {
-        tokio::task::yield_now()
-    }
+            fn yield_now() -> impl Future<Output = ()> + Send {
+                $krate::task::yield_now()
+            }
 
-    fn unconstrained<F: Future + Send>(future: F) -> impl Future<Output = F::Output> + Send {
-        tokio::task::unconstrained(future)
-    }
+            fn unconstrained<F: Future + Send>(
+                future: F,
+            ) -> impl Future<Output = F::Output> + Send {
+                $unconstrained(future)
+            }
 
-    fn block_on<F: Future>(&self, future: F) -> F::Output {
-        self.0.block_on(future)
-    }
+            fn block_on<F: Future>(&self, future: F) -> F::Output {
+                self.0.block_on(future)
+            }
 
-    fn spawn<F>(&self, future: F) -> impl Future<Output = F::Output> + Send + 'static
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        let task = self.0.spawn(future);
-        async move { task.await.expect("the task panicked") }
-    }
+            fn spawn<F>(&self, future: F) -> impl Future<Output = F::Output> + Send + 'static
+            where
+                F: Future + Send + 'static,
+                F::Output: Send + 'static,
+            {
+                let task = self.0.spawn(future);
+                async move { task.await.expect("the task panicked") }
+            }
+        }
+    };
 }
+
+// escapement has no cooperative budget: its `unconstrained` is the future itself.
+impl_rt!(Escapement, escapement, unconstrained: std::convert::identity);
+impl_rt!(Tokio, tokio, unconstrained: tokio::task::unconstrained);
 
 /// The median and range of repeated measurements.
 #[derive(Debug, Clone, Copy)]
@@ -306,12 +277,118 @@ pub(crate) fn child_args() -> Option<Vec<String>> {
 
 /// Whether `cargo bench` started this binary: it passes `--bench`, while `cargo test
 /// --benches` (which only checks that benchmarks run) passes nothing. The bench binaries that
-/// take minutes do nothing in that case, as criterion's run each benchmark once.
-pub(crate) fn started_by_cargo_bench() -> bool {
-    std::env::args().any(|a| a == "--bench")
+/// take minutes do nothing in that case, as criterion's run each benchmark once; when it
+/// returns `false`, this prints that the benchmark `name` (its `module_path!()`) takes
+/// minutes and how to run it.
+pub(crate) fn started_by_cargo_bench(name: &str) -> bool {
+    let started = std::env::args().any(|a| a == "--bench");
+    if !started {
+        println!("{name} takes minutes: run it with `cargo bench`");
+    }
+    started
 }
 
 /// Prints a child's result line for [`run_child`].
 pub(crate) fn print_result(line: impl fmt::Display) {
     println!("RESULT {line}");
+}
+
+/// The worker counts a table is made for: one worker per CPU, the runtimes' default, then
+/// one worker.
+pub(crate) fn worker_counts() -> [usize; 2] {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    [cpus, 1]
+}
+
+/// The runs behind one table comparing escapement with tokio: each runtime's samples and
+/// how many of its runs hung, escapement's at index 0 and tokio's at index 1.
+#[derive(Debug)]
+pub(crate) struct Runs<S> {
+    pub(crate) samples: [Vec<S>; 2],
+    pub(crate) hung: [usize; 2],
+}
+
+impl<S> Runs<S> {
+    /// Runs each runtime `runs` times as a child process given `[runtime name, workers]`,
+    /// alternating which runtime goes first, so drift in the machine's load hits both. Each
+    /// child's result line is read with `parse`, and the run is printed as `run N NAME`
+    /// followed by `describe`'s text. A child still running after `hang_limit` is killed
+    /// and counted as hung; after `max_hangs` hangs a runtime's remaining runs are skipped.
+    ///
+    /// # Panics
+    ///
+    /// If a child fails.
+    pub(crate) fn collect(
+        workers: usize,
+        runs: usize,
+        hang_limit: Duration,
+        max_hangs: usize,
+        parse: impl Fn(&str) -> S,
+        describe: impl Fn(&S) -> String,
+    ) -> Runs<S> {
+        let names = [Escapement::NAME, Tokio::NAME];
+        let mut done = Runs {
+            samples: [Vec::new(), Vec::new()],
+            hung: [0; 2],
+        };
+        for run in 0..runs {
+            // Alternate which runtime goes first, so drift in the machine's load hits both.
+            for i in [run % 2, 1 - run % 2] {
+                if done.hung[i] >= max_hangs {
+                    println!(
+                        "  run {run} {:<10} skipped after {max_hangs} hangs",
+                        names[i]
+                    );
+                    continue;
+                }
+                match run_child(&[names[i], &workers.to_string()], hang_limit) {
+                    ChildOutcome::Done(line) => {
+                        let sample = parse(&line);
+                        println!("  run {run} {:<10} {}", names[i], describe(&sample));
+                        done.samples[i].push(sample);
+                    }
+                    ChildOutcome::Hung => {
+                        println!(
+                            "  run {run} {:<10} HUNG: killed after {hang_limit:?}",
+                            names[i]
+                        );
+                        done.hung[i] += 1;
+                    }
+                    ChildOutcome::Failed(why) => panic!("{} failed: {why}", names[i]),
+                }
+            }
+        }
+        done
+    }
+
+    /// Prints the table row `| label | escapement | tokio | escapement / tokio |`: each
+    /// runtime's [`Spread`] of `quantity` over its samples, to `precision` decimals (a dash
+    /// for a runtime without samples), and the ratio of the medians.
+    pub(crate) fn print_row(&self, label: &str, quantity: impl Fn(&S) -> f64, precision: usize) {
+        let spread = |i: usize| {
+            (!self.samples[i].is_empty())
+                .then(|| Spread::of(&self.samples[i].iter().map(&quantity).collect::<Vec<_>>()))
+        };
+        let cell = |s: Option<Spread>| match s {
+            Some(s) => format!("{s:.precision$}"),
+            None => "–".to_owned(),
+        };
+        let (e, t) = (spread(0), spread(1));
+        let ratio = match (e, t) {
+            (Some(e), Some(t)) => format!("{:.2}", e.median / t.median),
+            _ => "–".to_owned(),
+        };
+        println!("| {label} | {} | {} | {ratio} |", cell(e), cell(t));
+    }
+
+    /// Prints the table row of runs completed, and hung in brackets, per runtime.
+    pub(crate) fn print_completed(&self) {
+        println!(
+            "| runs completed (hung) | {} ({}) | {} ({}) | |",
+            self.samples[0].len(),
+            self.hung[0],
+            self.samples[1].len(),
+            self.hung[1]
+        );
+    }
 }

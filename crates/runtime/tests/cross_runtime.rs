@@ -4,26 +4,14 @@
 //! of one runtime awaited in another; a task of one runtime spawning onto another; and a
 //! `Sleep` polled in another runtime after its own shut down panics.
 
+mod support;
+
 use std::future::pending;
 use std::time::Duration;
 
 use escapement::time::{sleep, timeout, Instant};
-use escapement::Runtime;
 
-fn running(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .build()
-        .expect("a runtime")
-}
-
-fn paused(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime")
-}
+use support::{paused, running};
 
 #[test]
 fn a_sleep_from_one_runtime_completes_in_another_block_on() {

@@ -3,61 +3,18 @@
 //! `Sleep` polled from one thread and then another (the latest waker is the one woken) and
 //! moved, registered, into a task. After each, the runtime's timers still fire on time.
 
-use std::future::Future;
+mod support;
+
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::Poll;
 use std::time::Duration;
 
 use escapement::time::{self, sleep, Instant, Sleep};
-use escapement::Runtime;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-fn paused(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime")
-}
-
-fn running(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .build()
-        .expect("a runtime")
-}
-
-/// A waker that counts its wakes.
-#[derive(Default)]
-struct CountingWaker(AtomicUsize);
-
-impl CountingWaker {
-    fn waker() -> (Arc<CountingWaker>, Waker) {
-        let counter = Arc::new(CountingWaker::default());
-        (counter.clone(), Waker::from(counter))
-    }
-
-    fn wakes(&self) -> usize {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn poll_once(sleep: Pin<&mut Sleep>, waker: &Waker) -> Poll<()> {
-    sleep.poll(&mut Context::from_waker(waker))
-}
+use support::{paused, poll_once, running, CountingWaker};
 
 /// Drops `value` on a new thread and waits for that.
 fn drop_elsewhere<T: Send + 'static>(value: T) {

@@ -4,6 +4,8 @@
 //! overflows, none fires (raced against a one-second timer on the paused clock, the timer
 //! wins at exactly one second), and each stays pending on the real clock.
 
+mod support;
+
 use std::future::{pending, ready, Future};
 use std::pin::{pin, Pin};
 use std::task::{Context, Poll};
@@ -11,29 +13,9 @@ use std::task::{Context, Poll};
 use escapement::time::{
     self, interval, interval_at, sleep, sleep_until, timeout, timeout_at, Duration, Instant,
 };
-use escapement::Runtime;
 use futures::task::noop_waker_ref;
 
-fn paused(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime")
-}
-
-/// The latest representable instant at or after `from`.
-fn far_from(from: Instant) -> Instant {
-    let mut far = from;
-    let mut step = Duration::MAX;
-    while !step.is_zero() {
-        match far.checked_add(step) {
-            Some(later) => far = later,
-            None => step /= 2,
-        }
-    }
-    far
-}
+use support::{far_from, paused};
 
 const FIFTY_YEARS: Duration = Duration::from_secs(50 * 365 * 86_400);
 

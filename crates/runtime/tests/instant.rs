@@ -3,22 +3,13 @@
 //! and from `std::time::Instant`, and `Instant::now` reading the system clock outside a
 //! runtime and the runtime's clock inside one.
 
+mod support;
+
 use std::time::Duration;
 
 use escapement::time::Instant;
 
-/// The latest representable instant at or after `from` (halving the step each time).
-fn far_from(from: Instant) -> Instant {
-    let mut far = from;
-    let mut step = Duration::MAX;
-    while !step.is_zero() {
-        match far.checked_add(step) {
-            Some(later) => far = later,
-            None => step /= 2,
-        }
-    }
-    far
-}
+use support::far_from;
 
 #[test]
 fn subtracting_instants_saturates_at_zero() {

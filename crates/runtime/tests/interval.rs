@@ -4,48 +4,16 @@
 //! `Pending`; the accessors; a zero period panicking; and ticks never early on the real
 //! clock.
 
+mod support;
+
 use std::pin::pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, Waker};
 
 use escapement::time::{
     self, interval, interval_at, Duration, Instant, Interval, MissedTickBehavior,
 };
-use escapement::Runtime;
 
-fn paused(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime")
-}
-
-/// A waker that counts its wakes.
-#[derive(Default)]
-struct CountingWaker(AtomicUsize);
-
-impl CountingWaker {
-    fn waker() -> (Arc<CountingWaker>, Waker) {
-        let counter = Arc::new(CountingWaker::default());
-        (counter.clone(), Waker::from(counter))
-    }
-
-    fn wakes(&self) -> usize {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
+use support::{paused, CountingWaker};
 
 fn poll_tick(ticker: &mut Interval, waker: &Waker) -> Poll<Instant> {
     ticker.poll_tick(&mut Context::from_waker(waker))

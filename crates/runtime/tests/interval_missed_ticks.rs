@@ -7,16 +7,11 @@
 //! Each case records, for every tick, the instant it was due (what `tick` returns) and the
 //! instant it completed, both in milliseconds since the interval started.
 
-use escapement::time::{self, interval, sleep, Duration, Instant, MissedTickBehavior};
-use escapement::Runtime;
+mod support;
 
-fn paused(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime")
-}
+use escapement::time::{self, interval, sleep, Duration, Instant, MissedTickBehavior};
+
+use support::paused;
 
 fn millis(start: Instant, at: Instant) -> u64 {
     u64::try_from((at - start).as_millis()).expect("a short test")

@@ -1,17 +1,12 @@
 //! `Interval` as a `futures::Stream` of tick instants: it yields the same instants as
 //! `tick`, never ends, combines with stream adapters, and follows its missed-tick behaviour.
 
+mod support;
+
 use escapement::time::{self, interval, interval_at, Duration, Instant, MissedTickBehavior};
-use escapement::Runtime;
 use futures::{Stream, StreamExt};
 
-fn paused(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime")
-}
+use support::paused;
 
 #[test]
 fn the_stream_yields_each_tick_instant() {

@@ -4,6 +4,8 @@
 //! a panicked task: `is_cancelled`, `is_panic`, `into_panic`, `try_into_panic`, `task_id`,
 //! `Display`, and the conversion to `io::Error`.
 
+mod support;
+
 use std::any::Any;
 use std::future::pending;
 use std::io;
@@ -12,47 +14,33 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use escapement::{JoinError, JoinHandle, Runtime};
+use escapement::JoinError;
 
-fn runtime(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .build()
-        .expect("a runtime")
-}
-
-/// Waits (really) until the task finished, with a bound that only catches hangs.
-fn wait_finished<T>(handle: &JoinHandle<T>) {
-    let start = std::time::Instant::now();
-    while !handle.is_finished() {
-        assert!(start.elapsed() < Duration::from_secs(10), "the task hung");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
+use support::{running, wait_finished, DropCounter};
 
 fn cancelled_error() -> JoinError {
-    let rt = runtime(1);
+    let rt = running(1);
     let task = rt.spawn(pending::<()>());
     task.abort();
     rt.block_on(task).expect_err("the task was aborted")
 }
 
 fn panic_error<P: Any + Send + 'static>(payload: P) -> JoinError {
-    let rt = runtime(1);
+    let rt = running(1);
     let task = rt.spawn(async move { panic::panic_any(payload) });
     rt.block_on(task).expect_err("the task panicked")
 }
 
 #[test]
 fn the_handle_gives_the_output() {
-    let rt = runtime(2);
+    let rt = running(2);
     let task = rt.spawn(async { vec![1, 2, 3] });
     assert_eq!(rt.block_on(task).expect("completes"), [1, 2, 3]);
 }
 
 #[test]
 fn the_handle_can_be_awaited_on_another_thread() {
-    let rt = runtime(2);
+    let rt = running(2);
     let task = rt.spawn(async { String::from("across") });
     let output = std::thread::spawn(move || futures::executor::block_on(task))
         .join()
@@ -60,19 +48,10 @@ fn the_handle_can_be_awaited_on_another_thread() {
     assert_eq!(output.expect("completes"), "across");
 }
 
-/// Counts its drops.
-struct DropCounter(Arc<AtomicUsize>);
-
-impl Drop for DropCounter {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
 #[test]
 fn outputs_are_dropped_exactly_once_however_the_handle_goes() {
     for workers in [1, 4] {
-        let rt = runtime(workers);
+        let rt = running(workers);
         let drops = Arc::new(AtomicUsize::new(0));
         let handles: Vec<_> = (0..3_000u32)
             .map(|i| {
@@ -109,7 +88,7 @@ fn outputs_are_dropped_exactly_once_however_the_handle_goes() {
 
 #[test]
 fn is_finished_follows_the_task() {
-    let rt = runtime(2);
+    let rt = running(2);
     let (tx, rx) = futures::channel::oneshot::channel::<()>();
     let task = rt.spawn(async move {
         rx.await.expect("the sender sends");
@@ -164,7 +143,7 @@ fn a_panic_error_carries_the_payload() {
 
 #[test]
 fn a_formatted_panic_message_is_kept() {
-    let rt = runtime(1);
+    let rt = running(1);
     let code = 7;
     let task = rt.spawn(async move { panic!("failed with code {code}") });
     let error = rt.block_on(task).expect_err("the task panicked");
@@ -189,7 +168,7 @@ fn a_non_string_payload_is_kept_and_can_be_resumed() {
 
 #[test]
 fn task_ids_are_unique() {
-    let rt = runtime(2);
+    let rt = running(2);
     let mut ids: Vec<u64> = (0..50)
         .map(|_| {
             let task = rt.spawn(pending::<()>());

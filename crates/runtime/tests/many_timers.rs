@@ -4,28 +4,16 @@
 //! sleeps spread over every level of the wheel (milliseconds to years) each end exactly at
 //! their rounded-up deadline.
 
+mod support;
+
 use std::time::Duration;
 
 use escapement::time::{sleep, sleep_until, Instant};
-use escapement::Runtime;
 use futures::stream::{FuturesUnordered, StreamExt};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-fn running(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .build()
-        .expect("a runtime")
-}
-
-fn paused(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime")
-}
+use support::{paused, running};
 
 /// `count` tasks each sleep a random duration under 50 ms; none may finish early.
 fn random_sleeps_are_never_early(workers: usize, count: u64) {

@@ -9,6 +9,8 @@
 //! through a panic hook that records locations, that the `#[track_caller]` functions report
 //! the caller's location rather than one inside the crate.
 
+mod support;
+
 use std::cell::RefCell;
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
@@ -19,17 +21,12 @@ use std::task::{Context, Poll};
 use escapement::time::{
     self, interval, interval_at, sleep, sleep_until, timeout, timeout_at, Duration, Instant,
 };
-use escapement::{Handle, Runtime};
+use escapement::Handle;
 use futures::task::noop_waker_ref;
 
-const OUTSIDE: &str = "must be called from inside an escapement runtime";
+use support::running;
 
-fn runtime() -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(1)
-        .build()
-        .expect("a runtime")
-}
+const OUTSIDE: &str = "must be called from inside an escapement runtime";
 
 #[test]
 #[should_panic(expected = "escapement::spawn must be called from inside an escapement runtime")]
@@ -116,7 +113,7 @@ fn advance_outside_a_runtime() {
 #[test]
 #[should_panic(expected = "escapement::time::pause: the clock is already paused")]
 fn pausing_twice() {
-    runtime().block_on(async {
+    running(1).block_on(async {
         time::pause();
         time::pause();
     });
@@ -136,13 +133,13 @@ fn pausing_a_runtime_that_started_paused() {
 #[test]
 #[should_panic(expected = "escapement::time::resume: the clock is not paused")]
 fn resuming_a_running_clock() {
-    runtime().block_on(async { time::resume() });
+    running(1).block_on(async { time::resume() });
 }
 
 #[test]
 #[should_panic(expected = "escapement::time::resume: the clock is not paused")]
 fn resuming_twice() {
-    runtime().block_on(async {
+    running(1).block_on(async {
         time::pause();
         time::resume();
         time::resume();
@@ -152,7 +149,7 @@ fn resuming_twice() {
 #[test]
 #[should_panic(expected = "escapement::time::advance: the clock is not paused")]
 fn advancing_a_running_clock() {
-    runtime().block_on(async {
+    running(1).block_on(async {
         drop(time::advance(Duration::from_millis(1)));
     });
 }
@@ -160,7 +157,7 @@ fn advancing_a_running_clock() {
 #[test]
 #[should_panic(expected = "the clock was resumed before the advance ran")]
 fn an_advance_polled_after_resume() {
-    runtime().block_on(async {
+    running(1).block_on(async {
         time::pause();
         let advance = time::advance(Duration::from_millis(1));
         time::resume();
@@ -171,7 +168,7 @@ fn an_advance_polled_after_resume() {
 #[test]
 #[should_panic(expected = "`period` must be non-zero")]
 fn a_zero_interval_period() {
-    runtime().block_on(async {
+    running(1).block_on(async {
         let _ = interval(Duration::ZERO);
     });
 }
@@ -179,15 +176,15 @@ fn a_zero_interval_period() {
 #[test]
 #[should_panic(expected = "Runtime::block_on was called inside another block_on")]
 fn a_nested_block_on() {
-    let outer = runtime();
-    let inner = runtime();
+    let outer = running(1);
+    let inner = running(1);
     outer.block_on(async { inner.block_on(async {}) });
 }
 
 #[test]
 fn block_on_on_a_worker_thread() {
-    let rt = runtime();
-    let other = runtime();
+    let rt = running(1);
+    let other = running(1);
     let outcome = rt.block_on(rt.spawn(async move { other.block_on(async {}) }));
     let payload = outcome.expect_err("the task panicked").into_panic();
     let message = payload
@@ -211,7 +208,7 @@ fn zero_worker_threads() {
 #[test]
 #[should_panic(expected = "a JoinHandle was polled after it returned Ready")]
 fn polling_a_join_handle_after_it_completed() {
-    let rt = runtime();
+    let rt = running(1);
     let mut task = rt.spawn(async { 1 });
     let mut cx = Context::from_waker(noop_waker_ref());
     let begin = std::time::Instant::now();
@@ -291,7 +288,7 @@ fn panics_are_reported_at_the_caller() {
     let mut builder = escapement::Builder::new();
     panics_here("at least one worker", || _ = builder.worker_threads(0));
 
-    let rt = runtime();
+    let rt = running(1);
     let _guard = rt.enter();
     panics_here("is not paused", || time::resume());
     panics_here("is not paused", || drop(time::advance(d)));

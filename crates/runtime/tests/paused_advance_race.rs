@@ -5,65 +5,22 @@
 //! merely slow, or preempted, while it wakes). Each test runs under a watchdog, so a hang
 //! fails it instead of stalling the suite.
 
-use std::future::Future;
-use std::panic::{self, AssertUnwindSafe};
+mod support;
+
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Poll, Wake, Waker};
 use std::time::Duration;
 
 use escapement::time::{self, sleep_until, Instant, Sleep};
-use escapement::Runtime;
 
-fn paused(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime")
-}
-
-/// Runs `body` on its own thread and fails if it takes longer than `limit` (a hang).
-fn within<T: Send + 'static>(limit: Duration, body: impl FnOnce() -> T + Send + 'static) -> T {
-    let (done, outcome) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done.send(panic::catch_unwind(AssertUnwindSafe(body)));
-    });
-    match outcome.recv_timeout(limit) {
-        Ok(Ok(value)) => value,
-        Ok(Err(payload)) => panic::resume_unwind(payload),
-        Err(_) => panic!("hung for more than {limit:?}"),
-    }
-}
-
-/// A waker that counts its wakes.
-#[derive(Default)]
-struct CountingWaker(AtomicUsize);
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-impl CountingWaker {
-    fn wakes(&self) -> usize {
-        self.0.load(Ordering::SeqCst)
-    }
-}
+use support::{paused, poll_once, within, CountingWaker};
 
 /// Registers a sleep until `deadline` with `waker`.
 fn register(deadline: Instant, waker: &Waker) -> Pin<Box<Sleep>> {
     let mut sleep = Box::pin(sleep_until(deadline));
-    assert_eq!(
-        sleep.as_mut().poll(&mut Context::from_waker(waker)),
-        Poll::Pending
-    );
+    assert_eq!(poll_once(sleep.as_mut(), waker), Poll::Pending);
     sleep
 }
 

@@ -4,20 +4,15 @@
 //! the clock never jumps past an earlier timer; it does not jump while a task is busy or the
 //! `block_on` thread is blocked; and it works after `pause()` in a running runtime.
 
+mod support;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use escapement::time::{self, interval, sleep, timeout, Instant};
-use escapement::Runtime;
 
-fn paused(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime")
-}
+use support::paused;
 
 /// The real time bound that only catches a clock that does not jump.
 const AT_ONCE: Duration = Duration::from_secs(10);

@@ -5,59 +5,18 @@
 //! freezes on a tick boundary and `resume` lets the clock run on from where it stood. (An
 //! `advance` racing worker 0's own timer processing is `paused_advance_race.rs`.)
 
+mod support;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::Poll;
 use std::time::Duration;
 
 use escapement::time::{self, sleep, sleep_until, Instant, Sleep};
-use escapement::Runtime;
 
-fn paused(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime")
-}
-
-fn running(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .build()
-        .expect("a runtime")
-}
-
-/// A waker that counts its wakes.
-#[derive(Default)]
-struct CountingWaker(AtomicUsize);
-
-impl CountingWaker {
-    fn waker() -> (Arc<CountingWaker>, Waker) {
-        let counter = Arc::new(CountingWaker::default());
-        (counter.clone(), Waker::from(counter))
-    }
-
-    fn wakes(&self) -> usize {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn poll_once(sleep: Pin<&mut Sleep>, waker: &Waker) -> Poll<()> {
-    sleep.poll(&mut Context::from_waker(waker))
-}
+use support::{paused, poll_once, running, CountingWaker};
 
 /// A sleep registered (polled once) with a counting waker.
 struct Registered {

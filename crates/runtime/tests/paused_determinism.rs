@@ -4,11 +4,15 @@
 //! start; two runs on 4 workers, and one on 1 worker, must record the same sequences, and
 //! each instant must be the sleep's deadline rounded up to the 1 ms tick (nothing late).
 
+mod support;
+
 use std::time::Duration;
 
 use escapement::time::{sleep, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+
+use support::paused;
 
 const TASKS: u64 = 100;
 const SLEEPS_PER_TASK: usize = 100;
@@ -28,11 +32,7 @@ fn durations(task: u64) -> Vec<Duration> {
 
 /// Runs the program; returns, per task, the offsets it observed after each sleep.
 fn run(workers: usize) -> Vec<Vec<Duration>> {
-    let rt = escapement::Builder::new()
-        .worker_threads(workers)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime");
+    let rt = paused(workers);
     let real = std::time::Instant::now();
     let observed = rt.block_on(async {
         let start = Instant::now();

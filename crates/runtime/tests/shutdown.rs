@@ -5,65 +5,24 @@
 //! about its timeout when a task is blocked in `std::thread::sleep`. (Tasks holding armed
 //! timers at shutdown are `task_drop_in_place.rs` and `shutdown_many_timers.rs`.)
 
-use std::future::{pending, Future};
+mod support;
+
+use std::future::pending;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use escapement::time::{sleep, Sleep};
-use escapement::{Handle, Runtime};
+use escapement::Handle;
 
-fn runtime(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .build()
-        .expect("a runtime")
-}
-
-/// A waker that counts its wakes.
-#[derive(Default)]
-struct CountingWaker(AtomicUsize);
-
-impl CountingWaker {
-    fn waker() -> (Arc<CountingWaker>, Waker) {
-        let counter = Arc::new(CountingWaker::default());
-        (counter.clone(), Waker::from(counter))
-    }
-
-    fn wakes(&self) -> usize {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn poll_once(sleep: Pin<&mut Sleep>, waker: &Waker) -> Poll<()> {
-    sleep.poll(&mut Context::from_waker(waker))
-}
-
-/// Counts its drops.
-struct DropCounter(Arc<AtomicUsize>);
-
-impl Drop for DropCounter {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
+use support::{poll_once, running, CountingWaker, DropCounter};
 
 #[test]
 fn dropping_the_runtime_cancels_waiting_tasks_and_drops_their_futures() {
     for workers in [1, 4] {
-        let rt = runtime(workers);
+        let rt = running(workers);
         let drops = Arc::new(AtomicUsize::new(0));
         let shared = Arc::new(());
         let (_tx, rx) = futures::channel::oneshot::channel::<()>();
@@ -99,7 +58,7 @@ fn dropping_the_runtime_cancels_waiting_tasks_and_drops_their_futures() {
 
 #[test]
 fn shutdown_wakes_sleeps_held_outside_the_tasks() {
-    let rt = runtime(2);
+    let rt = running(2);
     let (counter, waker) = CountingWaker::waker();
     let sleeps: Vec<Pin<Box<Sleep>>> = {
         let _guard = rt.enter();
@@ -120,7 +79,7 @@ fn shutdown_wakes_sleeps_held_outside_the_tasks() {
 #[test]
 #[should_panic(expected = "polled after the escapement runtime that created it shut down")]
 fn polling_a_pending_sleep_after_shutdown_panics() {
-    let rt = runtime(1);
+    let rt = running(1);
     let (_counter, waker) = CountingWaker::waker();
     let mut delay = {
         let _guard = rt.enter();
@@ -134,7 +93,7 @@ fn polling_a_pending_sleep_after_shutdown_panics() {
 #[test]
 #[should_panic(expected = "polled after the escapement runtime that created it shut down")]
 fn polling_a_never_polled_sleep_after_shutdown_panics() {
-    let rt = runtime(1);
+    let rt = running(1);
     let (_counter, waker) = CountingWaker::waker();
     let mut delay = {
         let _guard = rt.enter();
@@ -164,7 +123,7 @@ fn a_sleep_that_fired_before_shutdown_stays_ready() {
 
 #[test]
 fn spawning_after_shutdown_cancels_the_task_at_once() {
-    let rt = runtime(2);
+    let rt = running(2);
     let handle = rt.handle().clone();
     drop(rt);
     let ran = Arc::new(AtomicBool::new(false));
@@ -190,7 +149,7 @@ impl Drop for SpawnOnDrop {
 #[test]
 fn a_task_spawned_during_shutdown_does_not_hang_it() {
     for workers in [1, 3] {
-        let rt = runtime(workers);
+        let rt = running(workers);
         for _ in 0..100 {
             let spawner = SpawnOnDrop(rt.handle().clone());
             drop(rt.spawn(async move {
@@ -206,7 +165,7 @@ fn a_task_spawned_during_shutdown_does_not_hang_it() {
 
 #[test]
 fn the_runtime_can_be_dropped_on_another_thread() {
-    let rt = runtime(2);
+    let rt = running(2);
     let task = rt.spawn(pending::<()>());
     std::thread::spawn(move || drop(rt))
         .join()
@@ -218,7 +177,7 @@ fn the_runtime_can_be_dropped_on_another_thread() {
 
 #[test]
 fn shutdown_timeout_with_a_blocked_task_returns_after_about_the_timeout() {
-    let rt = runtime(2);
+    let rt = running(2);
     let blocking = Arc::new(AtomicBool::new(false));
     {
         let blocking = blocking.clone();
@@ -248,7 +207,7 @@ fn shutdown_timeout_with_a_blocked_task_returns_after_about_the_timeout() {
 
 #[test]
 fn shutdown_timeout_with_idle_workers_returns() {
-    let rt = runtime(3);
+    let rt = running(3);
     rt.block_on(async { sleep(Duration::from_millis(1)).await });
     let start = std::time::Instant::now();
     rt.shutdown_timeout(Duration::from_secs(30));
@@ -260,7 +219,7 @@ fn shutdown_timeout_with_idle_workers_returns() {
 
 #[test]
 fn tasks_woken_during_shutdown_do_not_crash_it() {
-    let rt = runtime(4);
+    let rt = running(4);
     let slots: Arc<Vec<Mutex<Option<Waker>>>> =
         Arc::new((0..200).map(|_| Mutex::new(None)).collect());
     for i in 0..200 {

@@ -4,6 +4,8 @@
 //! sleep's future counts its drop and holds a clone of one `Arc`; after the drop all 1M
 //! drops are counted and the `Arc` is unique again. The time bound only catches hangs.
 
+mod support;
+
 use std::future::{poll_fn, Future};
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,18 +16,11 @@ use std::time::Duration;
 use escapement::time::sleep;
 use futures::stream::{FuturesUnordered, StreamExt};
 
+use support::DropCounter;
+
 const TASKS: usize = 1_000;
 const TIMERS_PER_TASK: usize = 1_000;
 const TIMERS: usize = TASKS * TIMERS_PER_TASK;
-
-/// Counts its drops.
-struct DropCounter(Arc<AtomicUsize>);
-
-impl Drop for DropCounter {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
-    }
-}
 
 #[test]
 fn dropping_the_runtime_with_a_million_timers_pending() {

@@ -3,28 +3,16 @@
 //! thread while worker 0 sleeps toward a long one, `Sleep::deadline` and
 //! `Sleep::is_elapsed`, and a deadline in the past completing at the first poll.
 
+mod support;
+
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll};
 
 use escapement::time::{sleep, sleep_until, Duration, Instant};
-use escapement::Runtime;
 use futures::task::noop_waker_ref;
 
-fn paused(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime")
-}
-
-fn running(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .build()
-        .expect("a runtime")
-}
+use support::{paused, running};
 
 #[test]
 fn sleep_takes_exactly_its_duration_on_the_paused_clock() {

@@ -3,51 +3,16 @@
 //! after the timer fired (it is armed again), after it fired but before it was polled, and
 //! into the past (completes at the next poll). Exact times through the paused clock.
 
-use std::future::Future;
-use std::pin::{pin, Pin};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+mod support;
+
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::Poll;
 
-use escapement::time::{self, sleep, Duration, Instant, Sleep};
-use escapement::Runtime;
+use escapement::time::{self, sleep, Duration, Instant};
 
-fn paused(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime")
-}
-
-/// A waker that counts its wakes.
-#[derive(Default)]
-struct CountingWaker(AtomicUsize);
-
-impl CountingWaker {
-    fn waker() -> (Arc<CountingWaker>, Waker) {
-        let counter = Arc::new(CountingWaker::default());
-        (counter.clone(), Waker::from(counter))
-    }
-
-    fn wakes(&self) -> usize {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn poll_once(sleep: Pin<&mut Sleep>, waker: &Waker) -> Poll<()> {
-    sleep.poll(&mut Context::from_waker(waker))
-}
+use support::{paused, poll_once, CountingWaker};
 
 #[test]
 fn reset_before_the_first_poll_uses_the_new_deadline() {

@@ -4,6 +4,8 @@
 //! guards restore the previous runtime); `task::yield_now` letting other tasks run; and the
 //! worker thread names.
 
+mod support;
+
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -13,17 +15,12 @@ use std::task::{Context, Poll};
 use escapement::{task, Handle, Runtime};
 use futures::task::noop_waker_ref;
 
-fn runtime(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .build()
-        .expect("a runtime")
-}
+use support::running;
 
 #[test]
 fn spawn_from_block_on_runs_the_task() {
     for workers in [1, 4] {
-        let rt = runtime(workers);
+        let rt = running(workers);
         let answer = rt.block_on(async { escapement::spawn(async { 6 * 7 }).await });
         assert_eq!(answer.expect("the task completes"), 42);
     }
@@ -31,7 +28,7 @@ fn spawn_from_block_on_runs_the_task() {
 
 #[test]
 fn runtime_and_handle_spawn_from_outside() {
-    let rt = runtime(2);
+    let rt = running(2);
     let from_runtime = rt.spawn(async { "runtime" });
     let handle = rt.handle().clone();
     let from_thread = std::thread::spawn(move || handle.spawn(async { "thread" }))
@@ -43,7 +40,7 @@ fn runtime_and_handle_spawn_from_outside() {
 
 #[test]
 fn tasks_spawn_tasks() {
-    let rt = runtime(3);
+    let rt = running(3);
     let total = rt.block_on(async {
         let outer: Vec<_> = (0..10u64)
             .map(|i| {
@@ -71,7 +68,7 @@ fn tasks_spawn_tasks() {
 #[test]
 fn many_tasks_all_run_once() {
     for workers in [1, 4] {
-        let rt = runtime(workers);
+        let rt = running(workers);
         let runs = Arc::new(AtomicUsize::new(0));
         rt.block_on(async {
             let tasks: Vec<_> = (0..10_000)
@@ -92,7 +89,7 @@ fn many_tasks_all_run_once() {
 
 #[test]
 fn detached_tasks_still_run() {
-    let rt = runtime(2);
+    let rt = running(2);
     let (tx, rx) = std::sync::mpsc::channel();
     for i in 0..100 {
         let tx = tx.clone();
@@ -106,7 +103,7 @@ fn detached_tasks_still_run() {
 
 #[test]
 fn handle_current_is_the_runtime_of_block_on_and_of_its_tasks() {
-    let rt = runtime(2);
+    let rt = running(2);
     rt.block_on(async {
         let handle = Handle::current();
         let answer = handle
@@ -125,7 +122,7 @@ fn try_current_fails_outside_and_succeeds_inside() {
     );
     let as_error: &dyn std::error::Error = &error;
     assert!(as_error.source().is_none());
-    let rt = runtime(1);
+    let rt = running(1);
     rt.block_on(async {
         assert!(Handle::try_current().is_ok());
         let in_task = escapement::spawn(async { Handle::try_current().is_ok() }).await;
@@ -139,7 +136,7 @@ fn try_current_fails_outside_and_succeeds_inside() {
 
 #[test]
 fn enter_makes_a_runtime_current_until_the_guard_drops() {
-    let rt = runtime(1);
+    let rt = running(1);
     {
         let _guard = rt.handle().enter();
         let task = escapement::spawn(async { 9 });
@@ -190,7 +187,7 @@ fn nested_enter_guards_restore_the_previous_runtime() {
 
 #[test]
 fn yield_now_is_pending_once_then_ready() {
-    let rt = runtime(1);
+    let rt = running(1);
     rt.block_on(async {
         let mut cx = Context::from_waker(noop_waker_ref());
         let mut yielding = pin!(task::yield_now());
@@ -201,7 +198,7 @@ fn yield_now_is_pending_once_then_ready() {
 
 #[test]
 fn yield_now_lets_other_tasks_run_on_a_single_worker() {
-    let rt = runtime(1);
+    let rt = running(1);
     let flag = Arc::new(AtomicBool::new(false));
     let spins = rt.block_on(async {
         let waiting = {

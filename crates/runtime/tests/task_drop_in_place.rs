@@ -4,6 +4,8 @@
 //! `timeout` whose future wins or panics). After each, the wheel must still be sound: later timers,
 //! including ones whose deadlines cascade through the old timer's slot, fire on time.
 
+mod support;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,24 +14,8 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use escapement::time::{sleep, timeout, Instant, Sleep};
-use escapement::Runtime;
 
-fn paused(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime")
-}
-
-/// Counts its drops.
-struct DropCounter(Arc<AtomicUsize>);
-
-impl Drop for DropCounter {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
+use support::{paused, DropCounter};
 
 /// Walks the wheel past `horizon`: sleeps at several levels must each take exactly their
 /// duration.

@@ -5,6 +5,8 @@
 //! drop of an aborted future becomes a panic `JoinError`. (Aborting a task that holds an
 //! armed timer is `task_drop_in_place.rs`.)
 
+mod support;
+
 use std::future::{pending, Future};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -13,45 +15,14 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use escapement::time::sleep;
-use escapement::{JoinHandle, Runtime};
 use futures::FutureExt;
 
-fn runtime(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .build()
-        .expect("a runtime")
-}
-
-/// Counts its drops.
-struct DropCounter(Arc<AtomicUsize>);
-
-impl Drop for DropCounter {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-/// Waits (really) until `done` holds, with a bound that only catches hangs.
-fn wait_until(what: &str, done: impl Fn() -> bool) {
-    let start = std::time::Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "hung waiting: {what}"
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-fn wait_finished<T>(handle: &JoinHandle<T>) {
-    wait_until("the task to finish", || handle.is_finished());
-}
+use support::{running, wait_finished, wait_until, DropCounter};
 
 #[test]
 fn a_panicking_task_does_not_kill_its_worker() {
     for workers in [1, 3] {
-        let rt = runtime(workers);
+        let rt = running(workers);
         for round in 0..20 {
             let boom = rt.spawn(async move { panic!("boom {round}") });
             let error = rt.block_on(boom).expect_err("the task panicked");
@@ -72,7 +43,7 @@ fn a_panicking_task_does_not_kill_its_worker() {
 
 #[test]
 fn a_panic_after_a_sleep_is_reported() {
-    let rt = runtime(2);
+    let rt = running(2);
     let task = rt.spawn(async {
         sleep(Duration::from_millis(3)).await;
         panic!("late");
@@ -85,7 +56,7 @@ fn a_panic_after_a_sleep_is_reported() {
 #[test]
 fn aborting_an_idle_task_cancels_it_and_drops_its_future() {
     for workers in [1, 3] {
-        let rt = runtime(workers);
+        let rt = running(workers);
         let drops = Arc::new(AtomicUsize::new(0));
         let started = Arc::new(AtomicBool::new(false));
         let (_tx, rx) = futures::channel::oneshot::channel::<()>();
@@ -130,7 +101,7 @@ impl Future for Running {
 #[test]
 fn aborting_a_running_task_cancels_it_when_its_poll_returns() {
     for workers in [1, 2] {
-        let rt = runtime(workers);
+        let rt = running(workers);
         let drops = Arc::new(AtomicUsize::new(0));
         let polling = Arc::new(AtomicBool::new(false));
         let aborted = Arc::new(AtomicBool::new(false));
@@ -156,7 +127,7 @@ fn aborting_a_running_task_cancels_it_when_its_poll_returns() {
 
 #[test]
 fn aborting_a_task_before_its_first_poll_never_polls_it() {
-    let rt = runtime(1);
+    let rt = running(1);
     let polled = Arc::new(AtomicBool::new(false));
     let release = Arc::new(AtomicBool::new(false));
     // Keep the only worker busy so the second task cannot start before the abort.
@@ -184,7 +155,7 @@ fn aborting_a_task_before_its_first_poll_never_polls_it() {
 
 #[test]
 fn aborting_a_finished_task_keeps_its_output() {
-    let rt = runtime(2);
+    let rt = running(2);
     let task = rt.spawn(async { "kept" });
     wait_finished(&task);
     task.abort();
@@ -197,7 +168,7 @@ fn aborting_a_finished_task_keeps_its_output() {
 
 #[test]
 fn aborting_twice_and_from_another_thread() {
-    let rt = runtime(2);
+    let rt = running(2);
     let task = Arc::new(rt.spawn(pending::<()>()));
     let aborters: Vec<_> = (0..4)
         .map(|_| {
@@ -217,7 +188,7 @@ fn aborting_twice_and_from_another_thread() {
 
 #[test]
 fn aborting_many_waiting_tasks_cancels_them_all() {
-    let rt = runtime(4);
+    let rt = running(4);
     let drops = Arc::new(AtomicUsize::new(0));
     let (_tx, rx) = futures::channel::oneshot::channel::<()>();
     let rx = rx.shared();
@@ -255,7 +226,7 @@ impl Drop for PanicOnDrop {
 
 #[test]
 fn a_panic_while_dropping_an_aborted_future_is_a_panic_error() {
-    let rt = runtime(1);
+    let rt = running(1);
     let task = rt.spawn(async {
         let _bomb = PanicOnDrop;
         pending::<()>().await;

@@ -4,6 +4,8 @@
 //! threads at once are never polled concurrently and always see the last wake. Polls are
 //! counted, and a guard fails on a poll that overlaps another.
 
+mod support;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -13,12 +15,7 @@ use std::time::Duration;
 
 use escapement::{JoinHandle, Runtime};
 
-fn runtime(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .build()
-        .expect("a runtime")
-}
+use support::running;
 
 /// Awaits a task with a generous real-time bound, so a lost wake fails instead of hanging.
 fn join<T: Send + 'static>(rt: &Runtime, task: JoinHandle<T>) -> T {
@@ -90,7 +87,7 @@ impl Future for SelfWaking {
 #[test]
 fn a_task_waking_itself_many_times_is_polled_once_more_per_poll() {
     for workers in [1, 4] {
-        let rt = runtime(workers);
+        let rt = running(workers);
         let guard = Arc::new(PollGuard::default());
         let task = rt.spawn(SelfWaking {
             guard: guard.clone(),
@@ -132,7 +129,7 @@ impl Future for WokenFromElsewhereWhileRunning {
 #[test]
 fn a_wake_from_another_thread_during_the_poll_is_not_lost() {
     for workers in [1, 3] {
-        let rt = runtime(workers);
+        let rt = running(workers);
         let (helper, requests) = mpsc::channel::<(Waker, Arc<AtomicBool>)>();
         let waker_thread = std::thread::spawn(move || {
             for (waker, woken) in requests {
@@ -179,7 +176,7 @@ impl Future for WaitsForDone {
 #[test]
 fn tasks_woken_from_many_threads_at_once_run_one_poll_at_a_time() {
     for workers in [1, 4] {
-        let rt = runtime(workers);
+        let rt = running(workers);
         let done = Arc::new(AtomicBool::new(false));
         let tasks: Vec<_> = (0..40)
             .map(|_| {
@@ -236,7 +233,7 @@ fn tasks_woken_from_many_threads_at_once_run_one_poll_at_a_time() {
 
 #[test]
 fn a_burst_of_wakes_on_an_idle_task_never_overlaps_its_polls() {
-    let rt = runtime(2);
+    let rt = running(2);
     let guard = Arc::new(PollGuard::default());
     let waker = Arc::new(Mutex::new(None::<Waker>));
     let done = Arc::new(AtomicBool::new(false));

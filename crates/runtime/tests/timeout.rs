@@ -3,6 +3,8 @@
 //! paused clock, the accessors of `Timeout`, and `Elapsed`'s `Display`, `Error`,
 //! `PartialEq` and conversion to an `io::Error` of kind `TimedOut`.
 
+mod support;
+
 use std::error::Error;
 use std::future::{pending, ready, Future};
 use std::io;
@@ -11,16 +13,9 @@ use std::task::{Context, Poll};
 
 use escapement::time::error::Elapsed;
 use escapement::time::{self, sleep, timeout, timeout_at, Duration, Instant};
-use escapement::Runtime;
 use futures::task::noop_waker_ref;
 
-fn paused(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime")
-}
+use support::paused;
 
 /// An `Elapsed`, from a timeout that ran out.
 fn elapsed() -> Elapsed {

@@ -4,52 +4,18 @@
 //! later; a waker that registers new timers gets them fired on time. Checked when the timers
 //! fire from `advance`, from auto-advance (worker 0), and on the real clock.
 
-use std::future::Future;
+mod support;
+
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Poll, Wake, Waker};
 use std::time::Duration;
 
 use escapement::time::{self, sleep, sleep_until, Instant, Sleep};
-use escapement::{Handle, Runtime};
+use escapement::Handle;
 
-fn paused(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime")
-}
-
-/// A waker that counts its wakes.
-#[derive(Default)]
-struct CountingWaker(AtomicUsize);
-
-impl CountingWaker {
-    fn waker() -> (Arc<CountingWaker>, Waker) {
-        let counter = Arc::new(CountingWaker::default());
-        (counter.clone(), Waker::from(counter))
-    }
-
-    fn wakes(&self) -> usize {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-impl Wake for CountingWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn poll_once(sleep: Pin<&mut Sleep>, waker: &Waker) -> Poll<()> {
-    sleep.poll(&mut Context::from_waker(waker))
-}
+use support::{paused, poll_once, CountingWaker};
 
 /// When woken, drops every timer in `victims`.
 struct DroppingWaker {

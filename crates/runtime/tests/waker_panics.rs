@@ -4,36 +4,19 @@
 //! worker that is gone (`shutdown_timeout` is the control: it gives up waiting). Each test
 //! runs under a watchdog, so a hang fails it.
 
+mod support;
+
 use std::future::Future;
-use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use escapement::time::{sleep, Sleep};
 use escapement::Runtime;
 
-fn runtime(workers: usize) -> Runtime {
-    escapement::Builder::new()
-        .worker_threads(workers)
-        .build()
-        .expect("a runtime")
-}
-
-/// Runs `body` on its own thread and fails if it takes longer than `limit` (a hang).
-fn within<T: Send + 'static>(limit: Duration, body: impl FnOnce() -> T + Send + 'static) -> T {
-    let (done, outcome) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done.send(panic::catch_unwind(AssertUnwindSafe(body)));
-    });
-    match outcome.recv_timeout(limit) {
-        Ok(Ok(value)) => value,
-        Ok(Err(payload)) => panic::resume_unwind(payload),
-        Err(_) => panic!("hung for more than {limit:?}"),
-    }
-}
+use support::{running, within};
 
 /// Records that it was woken, then panics.
 struct PanickingWaker(AtomicBool);
@@ -73,7 +56,7 @@ fn fire_a_panicking_waker(rt: &Runtime) -> Pin<Box<Sleep>> {
 fn dropping_the_runtime_after_a_waker_panicked_on_worker_0_returns() {
     for workers in [1, 3] {
         within(Duration::from_secs(30), move || {
-            let rt = runtime(workers);
+            let rt = running(workers);
             let delay = fire_a_panicking_waker(&rt);
             drop(rt);
             drop(delay);
@@ -84,7 +67,7 @@ fn dropping_the_runtime_after_a_waker_panicked_on_worker_0_returns() {
 #[test]
 fn shutdown_timeout_after_a_waker_panicked_on_worker_0_returns() {
     within(Duration::from_secs(30), || {
-        let rt = runtime(2);
+        let rt = running(2);
         let delay = fire_a_panicking_waker(&rt);
         rt.shutdown_timeout(Duration::from_millis(100));
         drop(delay);

@@ -1,0 +1,127 @@
+//! Helpers shared by the runtime's integration tests: runtimes on the paused and the real
+//! clock, a waker that counts its wakes, polling a future once by hand, a value that counts
+//! its drops, real-time waits and watchdogs whose bounds only catch hangs, and the latest
+//! representable `Instant`.
+//!
+//! Each test file includes it with `mod support;` and imports what it needs.
+
+#![allow(
+    dead_code,
+    reason = "each test crate compiles this module and uses only some of its helpers"
+)]
+
+use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use escapement::time::Instant;
+use escapement::{JoinHandle, Runtime};
+
+/// A runtime with `workers` worker threads whose clock starts paused (and auto-advances).
+pub(crate) fn paused(workers: usize) -> Runtime {
+    escapement::Builder::new()
+        .worker_threads(workers)
+        .start_paused(true)
+        .build()
+        .expect("a paused runtime")
+}
+
+/// A runtime with `workers` worker threads on the real clock.
+pub(crate) fn running(workers: usize) -> Runtime {
+    escapement::Builder::new()
+        .worker_threads(workers)
+        .build()
+        .expect("a runtime")
+}
+
+/// A waker that counts its wakes.
+#[derive(Debug, Default)]
+pub(crate) struct CountingWaker(AtomicUsize);
+
+impl CountingWaker {
+    /// A new counter and a waker that counts into it.
+    pub(crate) fn waker() -> (Arc<CountingWaker>, Waker) {
+        let counter = Arc::new(CountingWaker::default());
+        (counter.clone(), Waker::from(counter))
+    }
+
+    /// How many times a waker of this counter was woken.
+    pub(crate) fn wakes(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl Wake for CountingWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Polls `future` once with `waker`.
+pub(crate) fn poll_once<F: Future + ?Sized>(future: Pin<&mut F>, waker: &Waker) -> Poll<F::Output> {
+    future.poll(&mut Context::from_waker(waker))
+}
+
+/// Counts its drops.
+#[derive(Debug)]
+pub(crate) struct DropCounter(pub(crate) Arc<AtomicUsize>);
+
+impl Drop for DropCounter {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Waits (really) until `done` holds, with a bound that only catches hangs.
+pub(crate) fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "hung waiting: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Waits (really) until the task finished, with a bound that only catches hangs.
+pub(crate) fn wait_finished<T>(handle: &JoinHandle<T>) {
+    wait_until("the task to finish", || handle.is_finished());
+}
+
+/// Runs `body` on its own thread and fails if it takes longer than `limit` (a hang).
+pub(crate) fn within<T: Send + 'static>(
+    limit: Duration,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (done, outcome) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(panic::catch_unwind(AssertUnwindSafe(body)));
+    });
+    match outcome.recv_timeout(limit) {
+        Ok(Ok(value)) => value,
+        Ok(Err(payload)) => panic::resume_unwind(payload),
+        Err(_) => panic!("hung for more than {limit:?}"),
+    }
+}
+
+/// The latest representable instant at or after `from` (halving the step each time).
+pub(crate) fn far_from(from: Instant) -> Instant {
+    let mut far = from;
+    let mut step = Duration::MAX;
+    while !step.is_zero() {
+        match far.checked_add(step) {
+            Some(later) => far = later,
+            None => step /= 2,
+        }
+    }
+    far
+}
