@@ -31,3 +31,25 @@ fn worker0_and_a_stand_in_fire_an_overdue_timer_once() {
         assert_eq!(timer.poll(&waker), TimerPoll::Ready);
     });
 }
+
+/// A stand-in that finds nothing to fire (the timers it saw pending were cancelled, which
+/// leaves `next_due` early) must not make worker 0, parked with no timeout, look awake: a
+/// registration after it still has to wake worker 0, or no thread fires the new timer.
+///
+/// The clock runs here: a timer at tick 1 (1 ms) is registered and cancelled, and after a real
+/// 2 ms sleep it is overdue enough for a stand-in. The new timer is ten minutes ahead, so a
+/// park that saw it returns at once under loom; one that did not waits to be woken.
+#[test]
+fn a_stand_in_that_fires_nothing_leaves_parked_worker0_wakeable() {
+    const SOON: u64 = 600_000;
+    loom::model(|| {
+        let (driver, mut worker0) = Driver::new(false);
+        drop(registered_timer(&driver, 1));
+        std::thread::sleep(std::time::Duration::from_millis(2));
+
+        let parked = thread::spawn(move || worker0.park());
+        assert!(!driver.try_process_overdue(), "the only timer was cancelled");
+        let (_timer, _waker, _wakes) = registered_timer(&driver, SOON);
+        parked.join().unwrap();
+    });
+}

@@ -435,7 +435,10 @@ impl Driver {
             // them straight back in the due list, forever. The wheel's tick came from a clock
             // reading too, so it is not in the future: firing up to it is never early.
             now_tick = now_tick.max(inner.wheel.now());
-            inner.sleeping_until = AWAKE;
+            // `sleeping_until` is left alone: only worker 0 moves it, as it parks and wakes. A
+            // stand-in runs this while worker 0 may be parked, even with no timeout (the
+            // timers behind an early `next_due` were cancelled); marking it awake here would
+            // let the next registration skip waking it, and that timer would never fire.
             let mut done = false;
             let mut batch = 0;
             while !wakers.is_full() {
