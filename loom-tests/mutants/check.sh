@@ -17,6 +17,7 @@ models=(
     "06-drop-skips-the-lock-while-firing timer_drop"
     "07-no-fence-before-the-sleepers-recheck scheduler_idle"
     "08-wake-while-running-forgotten task_wake"
+    "09-stand-in-marks-worker0-awake overdue_handoff"
 )
 
 export RUSTFLAGS="--cfg loom"
