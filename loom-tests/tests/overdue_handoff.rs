@@ -48,7 +48,10 @@ fn a_stand_in_that_fires_nothing_leaves_parked_worker0_wakeable() {
         std::thread::sleep(std::time::Duration::from_millis(2));
 
         let parked = thread::spawn(move || worker0.park());
-        assert!(!driver.try_process_overdue(), "the only timer was cancelled");
+        assert!(
+            !driver.try_process_overdue(),
+            "the only timer was cancelled"
+        );
         let (_timer, _waker, _wakes) = registered_timer(&driver, SOON);
         parked.join().unwrap();
     });
