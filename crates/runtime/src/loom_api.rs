@@ -43,7 +43,7 @@ impl Driver {
     pub fn new(paused: bool) -> (Driver, Worker0) {
         let origin = std::time::Instant::now();
         let tick = Duration::from_millis(1);
-        let (parker, unparker) = DriverParker::new().expect("the loom parker cannot fail");
+        let (parker, unparker) = DriverParker::new(tick).expect("the loom parker cannot fail");
         let clock = Clock::new(origin, tick, paused);
         let inner = Arc::new(driver::Driver::new(clock, origin, tick, unparker, 1, true));
         (

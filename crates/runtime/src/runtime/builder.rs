@@ -95,8 +95,11 @@ impl Builder {
     /// Default 1 ms; the finest is 10 µs.
     ///
     /// On Linux worker 0 sleeps on a `timerfd` armed for the exact next tick, so a finer tick
-    /// gives proportionally finer timers. Elsewhere it sleeps with its poll's timeout, whose
-    /// resolution is the platform's (milliseconds on Windows).
+    /// gives proportionally finer timers. Below 1 ms it asks to be woken half a tick early (at
+    /// most 50 µs) and spins on the clock for the rest, so the kernel's delay in waking a
+    /// thread does not make timers late: each such wake-up costs up to that margin of CPU.
+    /// Elsewhere worker 0 sleeps with its poll's timeout, whose resolution is the platform's
+    /// (milliseconds on Windows).
     ///
     /// # Examples
     ///
@@ -146,7 +149,7 @@ impl Builder {
             .unwrap_or_else(crate::loom::available_parallelism);
         let tick = self.timer_resolution;
         let origin = std::time::Instant::now();
-        let (driver_parker, driver_unparker) = DriverParker::new()?;
+        let (driver_parker, driver_unparker) = DriverParker::new(tick)?;
         let mut driver_parker = Some(driver_parker);
         let clock = Clock::new(origin, tick, self.start_paused);
         let driver = Arc::new(Driver::new(

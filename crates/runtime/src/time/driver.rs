@@ -527,10 +527,9 @@ impl Driver {
         if self.clock.is_paused() {
             return None;
         }
-        let after = self
-            .tick_instant(tick)
-            .saturating_duration_since(self.clock.now());
-        Some(Wakeup { tick, after })
+        let at = self.tick_instant(tick);
+        let after = at.saturating_duration_since(self.clock.now());
+        Some(Wakeup { tick, at, after })
     }
 
     /// Worker 0 is blocking (`true`) or woke (`false`).
@@ -662,7 +661,7 @@ mod tests {
     fn paused_driver() -> Arc<Driver> {
         let origin = std::time::Instant::now();
         let tick = Duration::from_millis(1);
-        let (_parker, unparker) = DriverParker::new().expect("a poll");
+        let (_parker, unparker) = DriverParker::new(tick).expect("a poll");
         Arc::new(Driver::new(
             Clock::new(origin, tick, true),
             origin,

@@ -8,6 +8,17 @@
 //! platform's poll offers (on macOS and the BSDs, kqueue's nanoseconds; on Windows,
 //! milliseconds).
 //!
+//! # Waking early and spinning, at fine resolutions
+//!
+//! A thread blocked in the kernel resumes some tens of microseconds after its timer expires
+//! (more on a virtual machine): nothing at a 1 ms tick, most of the error at 100 µs. So below
+//! [`SPIN_BELOW`] the timerfd is armed [`spin_margin`] before the tick (half a tick, at most
+//! [`MAX_SPIN`]), and when it is that timer that woke worker 0, the thread spins on the clock
+//! for the rest, stopping early if it is unparked. A wake-up then costs at most that margin of
+//! CPU, and a timer still fires only once its tick has come: the spin moves when worker 0
+//! looks at the wheel, never what the wheel counts as due. At the default 1 ms there is no
+//! margin and no spin.
+//!
 //! It follows the park state and activity protocol of `crate::park`, plus a *nudge*: a wake
 //! that carries no activity count, which the driver sends when the last active thread of a
 //! paused runtime goes idle, so worker 0 wakes to advance the clock.
@@ -24,11 +35,29 @@ use crate::loom::Arc;
 use crate::park::{ParkStart, ParkState};
 use crate::time::driver::Driver;
 
-/// What worker 0 parks toward: the tick of its next timer and the time until it.
+/// What worker 0 parks toward: the tick of its next timer, the instant that tick starts, and
+/// the time until it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Wakeup {
     pub(crate) tick: u64,
+    pub(crate) at: crate::time::Instant,
     pub(crate) after: Duration,
+}
+
+/// Ticks shorter than this get a spin margin (see the module notes).
+pub(crate) const SPIN_BELOW: Duration = Duration::from_millis(1);
+
+/// The longest margin, and so the most CPU one wake-up can spin away.
+pub(crate) const MAX_SPIN: Duration = Duration::from_micros(50);
+
+/// How long before its tick worker 0 asks to be woken, to spin the rest: half a tick, at most
+/// [`MAX_SPIN`], for ticks shorter than [`SPIN_BELOW`]; none otherwise.
+pub(crate) fn spin_margin(tick: Duration) -> Duration {
+    if tick < SPIN_BELOW {
+        (tick / 2).min(MAX_SPIN)
+    } else {
+        Duration::ZERO
+    }
 }
 
 /// Worker 0's half: blocks.
@@ -40,6 +69,9 @@ pub(crate) struct DriverParker {
     events: mio::Events,
     #[cfg(all(not(loom), target_os = "linux"))]
     timer: timerfd::TimerFd,
+    /// See [`spin_margin`].
+    #[cfg_attr(any(loom, not(target_os = "linux")), allow(dead_code))]
+    spin: Duration,
     #[cfg(loom)]
     raw: Arc<LoomWake>,
 }
@@ -62,8 +94,9 @@ pub(crate) const LOOM_SHORT_PARK: Duration = Duration::from_secs(3600);
 const WAKE_TOKEN: mio::Token = mio::Token(0);
 
 impl DriverParker {
-    /// A parker and the unparker that wakes it.
-    pub(crate) fn new() -> io::Result<(DriverParker, DriverUnparker)> {
+    /// A parker for a driver ticking every `tick`, and the unparker that wakes it.
+    pub(crate) fn new(tick: Duration) -> io::Result<(DriverParker, DriverUnparker)> {
+        let spin = spin_margin(tick);
         let state = Arc::new(ParkState::new());
         #[cfg(not(loom))]
         {
@@ -78,6 +111,7 @@ impl DriverParker {
                     events: mio::Events::with_capacity(8),
                     #[cfg(target_os = "linux")]
                     timer,
+                    spin,
                 },
                 DriverUnparker { state, waker },
             ))
@@ -88,6 +122,7 @@ impl DriverParker {
             Ok((
                 DriverParker {
                     state: state.clone(),
+                    spin,
                     raw: raw.clone(),
                 },
                 DriverUnparker { state, raw },
@@ -122,7 +157,8 @@ impl DriverParker {
         #[cfg(target_os = "linux")]
         let timeout = {
             if let Some(wakeup) = wakeup {
-                self.timer.arm(wakeup);
+                self.timer
+                    .arm(wakeup.tick, wakeup.after.saturating_sub(self.spin));
             }
             None
         };
@@ -131,12 +167,32 @@ impl DriverParker {
         // An error here (EINTR) is a spurious wakeup: the caller re-checks everything.
         let _ = self.poll.poll(&mut self.events, timeout);
         #[cfg(target_os = "linux")]
-        if self
-            .events
-            .iter()
-            .any(|event| event.token() == timerfd::TIMER_TOKEN)
         {
-            self.timer.expired();
+            let (mut timer, mut woken) = (false, false);
+            for event in &self.events {
+                timer |= event.token() == timerfd::TIMER_TOKEN;
+                woken |= event.token() == WAKE_TOKEN;
+            }
+            if timer {
+                self.timer.expired();
+                if let Some(wakeup) = wakeup.filter(|_| !woken && !self.spin.is_zero()) {
+                    self.spin_until(wakeup.at);
+                }
+            }
+        }
+    }
+
+    /// Spins until `at`, an unpark, or a spin margin and a half has passed (a bound in case
+    /// the thread was descheduled mid-spin, when the clock has moved on anyway).
+    #[cfg(all(not(loom), target_os = "linux"))]
+    fn spin_until(&self, at: crate::time::Instant) {
+        let at = at.into_std();
+        let start = std::time::Instant::now();
+        let limit = start + self.spin + self.spin / 2;
+        let mut now = start;
+        while now < at && now < limit && !self.state.is_notified() {
+            std::hint::spin_loop();
+            now = std::time::Instant::now();
         }
     }
 
@@ -173,11 +229,10 @@ impl DriverUnparker {
 mod timerfd {
     use std::io;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::time::Duration;
 
     use mio::unix::SourceFd;
     use mio::{Interest, Registry, Token};
-
-    use super::Wakeup;
 
     /// The token of the timer in worker 0's poll.
     pub(super) const TIMER_TOKEN: Token = Token(1);
@@ -211,15 +266,16 @@ mod timerfd {
             Ok(TimerFd { fd, armed: None })
         }
 
-        /// Arms the timer for `wakeup` unless it is armed for that tick already. The clock
-        /// is `CLOCK_MONOTONIC`, the clock of `std::time::Instant` on Linux, and the time is
-        /// relative, so re-arming is needed only when the tick changes.
-        pub(super) fn arm(&mut self, wakeup: Wakeup) {
-            if self.armed == Some(wakeup.tick) {
+        /// Arms the timer to go off `after` from now, for `tick`, unless it is armed for that
+        /// tick already. The clock is `CLOCK_MONOTONIC`, the clock of `std::time::Instant`
+        /// on Linux; every arming for one tick aims at the same instant, so re-arming is
+        /// needed only when the tick changes.
+        pub(super) fn arm(&mut self, tick: u64, after: Duration) {
+            if self.armed == Some(tick) {
                 return;
             }
             // A zero time would disarm the timer: the smallest wait is a nanosecond.
-            let after = wakeup.after.max(std::time::Duration::from_nanos(1));
+            let after = after.max(Duration::from_nanos(1));
             let spec = libc::itimerspec {
                 it_interval: libc::timespec {
                     tv_sec: 0,
@@ -236,7 +292,7 @@ mod timerfd {
                 libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut())
             };
             if result == 0 {
-                self.armed = Some(wakeup.tick);
+                self.armed = Some(tick);
             }
         }
 
@@ -310,5 +366,56 @@ impl fmt::Debug for DriverUnparker {
         f.debug_struct("DriverUnparker")
             .field("state", &self.state)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_sub_millisecond_ticks_spin_and_never_more_than_the_cap() {
+        for (tick, margin) in [
+            (Duration::from_secs(1), Duration::ZERO),
+            (Duration::from_millis(1), Duration::ZERO),
+            (Duration::from_micros(999), MAX_SPIN),
+            (Duration::from_micros(100), Duration::from_micros(50)),
+            (Duration::from_micros(40), Duration::from_micros(20)),
+            (Duration::from_micros(10), Duration::from_micros(5)),
+        ] {
+            assert_eq!(spin_margin(tick), margin, "tick {tick:?}");
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_spin_toward_a_far_instant_gives_up_after_its_bound() {
+        let (parker, _unparker) = DriverParker::new(Duration::from_micros(100)).expect("a poll");
+        let start = std::time::Instant::now();
+        parker.spin_until(crate::time::Instant::from_std(
+            start + Duration::from_secs(60),
+        ));
+        // The bound is 75 µs; a generous margin for a loaded machine that deschedules us.
+        assert!(start.elapsed() < Duration::from_secs(10));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_fine_tick_wakes_no_earlier_than_its_instant() {
+        let tick = Duration::from_micros(100);
+        let (mut parker, _unparker) = DriverParker::new(tick).expect("a poll");
+        for round in 0..20u32 {
+            let after = Duration::from_micros(200 + 37 * u64::from(round));
+            let at = std::time::Instant::now() + after;
+            parker.block(Some(Wakeup {
+                tick: u64::from(round),
+                at: crate::time::Instant::from_std(at),
+                after,
+            }));
+            // The timer went off a margin early and the thread spun the rest of the way (a
+            // thread descheduled for longer than the spin's bound may come back late instead,
+            // never early).
+            assert!(std::time::Instant::now() >= at, "round {round} woke early");
+        }
     }
 }
