@@ -27,7 +27,7 @@ use std::task::{RawWaker, RawWakerVTable, Waker};
 use std::time::Duration;
 
 use crate::loom::{Arc, AtomicUsize, Condvar, Mutex, Ordering};
-use crate::time::driver::Driver;
+use crate::time::driver::{Driver, STAND_IN_GRACE};
 
 /// Nobody is parked and no unpark is pending.
 const EMPTY: usize = 0;
@@ -152,9 +152,19 @@ impl Parker {
     /// worker 0 is not parked on the next timer it may be stuck in a long poll, so the thread
     /// sleeps only until that timer and then fires what is overdue, if the driver's lock is
     /// free: it stands in for worker 0.
+    ///
+    /// If the wheel is overdue already and the thread fires nothing (the lock is held: worker
+    /// 0, or another stand-in, is firing, typically worker 0 working through a backlog), it sleeps
+    /// [`STAND_IN_GRACE`] before it looks again, instead of coming straight back to find the
+    /// same: its caller would otherwise spin on the check for as long as the backlog lasts.
     pub(crate) fn park_standing_in(&self) {
         let driver = &self.inner.driver;
         match driver.time_to_next().filter(|_| !driver.worker0_parked()) {
+            Some(timeout) if timeout.is_zero() => {
+                if !driver.try_process_overdue() {
+                    self.park_timeout(STAND_IN_GRACE);
+                }
+            }
             Some(timeout) => {
                 self.park_timeout(timeout);
                 driver.try_process_overdue();
@@ -265,5 +275,59 @@ impl fmt::Debug for Parker {
 impl fmt::Debug for Unparker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Unparker").finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::pin::pin;
+    use std::task::Context;
+    use std::time::Instant;
+
+    use super::*;
+    use crate::time::clock::Clock;
+    use crate::time::entry::TimerEntry;
+    use crate::time::park::DriverParker;
+
+    #[test]
+    fn a_stand_in_that_finds_the_lock_held_sleeps_instead_of_spinning() {
+        let origin = Instant::now();
+        let tick = Duration::from_millis(1);
+        let (_worker0, unparker) = DriverParker::new(tick).expect("a poll");
+        let driver = Arc::new(Driver::new(
+            Clock::new(origin, tick, false),
+            origin,
+            tick,
+            unparker,
+            2,
+            false,
+        ));
+        let deadline = crate::time::Instant::from_std(Instant::now() + Duration::from_millis(2));
+        let mut timer = pin!(TimerEntry::new(driver.clone(), deadline, true));
+        assert!(timer
+            .as_mut()
+            .poll_elapsed(&mut Context::from_waker(std::task::Waker::noop()))
+            .is_pending());
+        // Overdue by well over the grace, with worker 0 not parked (as when it is busy) and
+        // another thread firing, holding the lock.
+        std::thread::sleep(Duration::from_millis(5));
+        let parker = Parker::new(driver.clone());
+        let firing = driver.hold_lock();
+        let start = Instant::now();
+        parker.park_standing_in();
+        let slept = start.elapsed();
+        drop(firing);
+        assert!(
+            slept >= STAND_IN_GRACE,
+            "came back after {slept:?}: its caller would spin"
+        );
+        // With the lock free, the stand-in fires the timer at once.
+        let start = Instant::now();
+        parker.park_standing_in();
+        assert!(start.elapsed() < Duration::from_secs(10));
+        assert!(timer
+            .as_mut()
+            .poll_elapsed(&mut Context::from_waker(std::task::Waker::noop()))
+            .is_ready());
     }
 }

@@ -86,7 +86,10 @@ pub(crate) const WAKE_BATCH: usize = 32;
 /// when merely busy, fires due timers between two task polls, microseconds apart; a timer this
 /// late means it is stuck in one long poll. Stepping in sooner would only move timer work
 /// (and the wakes it makes) off worker 0 for nothing.
-const STAND_IN_GRACE: Duration = Duration::from_micros(200);
+///
+/// It is also how long a stand-in that found the wheel overdue but could not fire it (the lock
+/// was held) waits before it looks again.
+pub(crate) const STAND_IN_GRACE: Duration = Duration::from_micros(200);
 
 /// The part of a timer entry the driver shares with its owner.
 pub(crate) struct TimerShared {
@@ -600,6 +603,13 @@ impl Driver {
         }
         self.process(to);
         true
+    }
+
+    /// Holds the driver's lock until the returned guard drops, as a thread firing timers
+    /// would.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn hold_lock(&self) -> impl Sized + '_ {
+        self.inner.lock()
     }
 
     /// Timers linked into the wheel.
