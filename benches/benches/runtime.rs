@@ -6,6 +6,10 @@
 //!   and dropped (so it is cancelled), as a timeout that loses its `select!`; on 1 and on 2
 //!   workers, with 0 and with 1M other timers live (1M spawned tasks, each asleep on a timer
 //!   1-2 h away, all registered before measuring).
+//! - `register_cancel/{runtime}_floor`: what register+cancel cannot avoid on that runtime,
+//!   whatever its timer design: reading the clock for the deadline (`Instant::now() + 1 s`)
+//!   and cloning the task's waker into the timer and dropping it. On 1 and 2 workers, no
+//!   other timers.
 //! - `metrics_cost`: register+cancel on escapement with `Builder::metrics(true)` and
 //!   `metrics(false)`, on 1 and on 2 workers.
 //!
@@ -103,10 +107,16 @@ fn register_cancel(c: &mut Criterion) {
             let rt = Escapement::new(workers);
             fill(&rt, live);
             bench_loop(&mut group, &id, &rt, register_cancel_loop::<Escapement>);
+            if live == 0 {
+                bench_on(&mut group, "escapement_floor", &id, &rt, floor_loop::<Escapement>);
+            }
             drop(rt);
             let rt = Tokio::new(workers);
             fill(&rt, live);
             bench_loop(&mut group, &id, &rt, register_cancel_loop::<Tokio>);
+            if live == 0 {
+                bench_on(&mut group, "tokio_floor", &id, &rt, floor_loop::<Tokio>);
+            }
         }
     }
     group.finish();
@@ -118,6 +128,21 @@ async fn register_cancel_loop<R: Rt>(iters: u64) {
         let sleep = pin!(R::sleep(SLEEP));
         poll_once(sleep).await;
     }
+}
+
+/// `iters` times the part of register+cancel that no timer design avoids: the clock read of
+/// `sleep`'s deadline, and a clone of the task's waker (the timer must hold one to be woken)
+/// that is later dropped. A floor for register+cancel on that runtime: 5x tokio's
+/// register+cancel is out of reach of any runtime whose floor is above a fifth of it.
+async fn floor_loop<R: Rt>(iters: u64) {
+    std::future::poll_fn(|cx| {
+        for _ in 0..iters {
+            black_box(R::deadline_after(SLEEP));
+            drop(black_box(cx.waker().clone()));
+        }
+        std::task::Poll::Ready(())
+    })
+    .await;
 }
 
 /// (h) register+cancel on escapement with and without metrics.

@@ -20,6 +20,9 @@ pub(crate) trait Rt: Send + Sync + 'static {
     /// `time::sleep`.
     fn sleep(duration: Duration) -> Self::Sleep;
 
+    /// `time::Instant::now() + duration`: the deadline `sleep(duration)` computes.
+    fn deadline_after(duration: Duration) -> impl Copy;
+
     /// `Sleep::reset`.
     fn reset(sleep: Pin<&mut Self::Sleep>, deadline: std::time::Instant);
 
@@ -109,6 +112,10 @@ macro_rules! impl_rt {
 
             fn sleep(duration: Duration) -> Self::Sleep {
                 $krate::time::sleep(duration)
+            }
+
+            fn deadline_after(duration: Duration) -> impl Copy {
+                $krate::time::Instant::now() + duration
             }
 
             fn reset(sleep: Pin<&mut Self::Sleep>, deadline: std::time::Instant) {
