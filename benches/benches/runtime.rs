@@ -108,7 +108,13 @@ fn register_cancel(c: &mut Criterion) {
             fill(&rt, live);
             bench_loop(&mut group, &id, &rt, register_cancel_loop::<Escapement>);
             if live == 0 {
-                bench_on(&mut group, "escapement_floor", &id, &rt, floor_loop::<Escapement>);
+                bench_on(
+                    &mut group,
+                    "escapement_floor",
+                    &id,
+                    &rt,
+                    floor_loop::<Escapement>,
+                );
             }
             drop(rt);
             let rt = Tokio::new(workers);
