@@ -57,30 +57,42 @@ impl<T> Slab<T> {
     /// If `u32::MAX - 1` slots are already in use.
     #[inline]
     pub(crate) fn alloc(&mut self, value: T) -> (Index, TimerKey) {
-        let index = match self.free {
+        let (index, generation) = match self.free {
             Some(index) => {
                 let hot = &mut self.hot[slot_of(index)];
-                self.free = hot.header.next.take();
+                // The stale link is left in place: linking the timer overwrites both links.
+                self.free = hot.header.next;
                 hot.occupied = true;
+                let generation = hot.generation;
                 self.values[slot_of(index)] = Some(value);
-                index
+                (index, generation)
             }
-            None => {
-                let index = u32::try_from(self.hot.len() + 1)
-                    .ok()
-                    .and_then(NonZeroU32::new)
-                    .filter(|i| i.get() < u32::MAX)
-                    .expect("a keyed wheel holds at most u32::MAX - 1 timers");
-                self.hot.push(Hot {
-                    header: Header::new(),
-                    generation: 0,
-                    occupied: true,
-                });
-                self.values.push(Some(value));
-                index
-            }
+            None => (self.grow(value), 0),
         };
-        (index, self.key(index))
+        let key = TimerKey {
+            index: index.get(),
+            generation,
+        };
+        (index, key)
+    }
+
+    /// Stores `value` in a new slot at the end: the slow path of `alloc`, kept out of line so
+    /// the common path (reusing a freed slot) stays small.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, value: T) -> Index {
+        let index = u32::try_from(self.hot.len() + 1)
+            .ok()
+            .and_then(NonZeroU32::new)
+            .filter(|i| i.get() < u32::MAX)
+            .expect("a keyed wheel holds at most u32::MAX - 1 timers");
+        self.hot.push(Hot {
+            header: Header::new(),
+            generation: 0,
+            occupied: true,
+        });
+        self.values.push(Some(value));
+        index
     }
 
     /// Takes the value out of an occupied, unlinked slot and makes every key to it stale.
