@@ -18,6 +18,8 @@ models=(
     "07-no-fence-before-the-sleepers-recheck scheduler_idle"
     "08-wake-while-running-forgotten task_wake"
     "09-stand-in-marks-worker0-awake overdue_handoff"
+    "10-blocking-spawn-never-notifies blocking_pool"
+    "11-blocking-thread-exits-before-the-queue-is-empty blocking_pool"
 )
 
 export RUSTFLAGS="--cfg loom"

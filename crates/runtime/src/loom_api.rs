@@ -292,3 +292,75 @@ impl AtomicWaker {
         self.0.take()
     }
 }
+
+/// The `spawn_blocking` thread pool, running jobs that count themselves.
+pub struct BlockingPool {
+    inner: Arc<crate::task::BlockingPool<CountJob>>,
+}
+
+/// A count that jobs raise and a model waits on.
+pub struct JobCount {
+    count: Mutex<usize>,
+    changed: crate::loom::Condvar,
+}
+
+impl JobCount {
+    pub fn new() -> Arc<JobCount> {
+        Arc::new(JobCount {
+            count: Mutex::new(0),
+            changed: crate::loom::Condvar::new(),
+        })
+    }
+
+    /// The jobs run so far.
+    pub fn get(&self) -> usize {
+        *self.count.lock()
+    }
+
+    /// Blocks until `count` jobs have run (loom reports a deadlock if they never do).
+    pub fn wait_for(&self, count: usize) {
+        let mut ran = self.count.lock();
+        while *ran < count {
+            ran = self.changed.wait(ran);
+        }
+    }
+}
+
+/// A job that adds one to a [`JobCount`].
+struct CountJob(Arc<JobCount>);
+
+impl crate::task::Job for CountJob {
+    fn run(self) {
+        *self.0.count.lock() += 1;
+        self.0.changed.notify_all();
+    }
+}
+
+impl BlockingPool {
+    /// A pool of at most `max_threads` threads that keep idle ones until it shuts down (loom
+    /// has no time).
+    pub fn new(max_threads: usize) -> BlockingPool {
+        BlockingPool {
+            inner: Arc::new(crate::task::BlockingPool::new(max_threads, Duration::MAX)),
+        }
+    }
+
+    /// Queues a job that adds one to `count`.
+    pub fn spawn(&self, count: Arc<JobCount>) {
+        crate::task::BlockingPool::spawn(&self.inner, CountJob(count));
+    }
+
+    /// Shuts the pool down and waits until its threads have exited.
+    pub fn shutdown_and_wait(&self) {
+        self.inner.shutdown();
+        self.inner.wait_for_exit();
+    }
+}
+
+impl Clone for BlockingPool {
+    fn clone(&self) -> BlockingPool {
+        BlockingPool {
+            inner: self.inner.clone(),
+        }
+    }
+}

@@ -1,5 +1,11 @@
-//! `task::spawn_blocking`: runs a closure on a thread of its own, reports panics as
-//! `JoinError`s, and holds a paused clock's auto-advance back while it runs.
+//! `task::spawn_blocking`: runs a closure on a pooled blocking thread, reports panics as
+//! `JoinError`s, and holds a paused clock's auto-advance back while it runs. The pool reuses
+//! its threads, caps them at `max_blocking_threads`, lets idle ones go after the keep-alive,
+//! and runs every queued closure even when the runtime shuts down.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 
 use escapement::task::spawn_blocking;
 use escapement::time::{sleep, Duration, Instant};
@@ -63,4 +69,136 @@ fn blocking_work_holds_auto_advance_back() {
 #[should_panic(expected = "spawn_blocking must be called from inside an escapement runtime")]
 fn spawn_blocking_outside_a_runtime_panics() {
     drop(spawn_blocking(|| ()));
+}
+
+#[test]
+fn sequential_closures_reuse_one_thread() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .build()
+        .expect("a runtime");
+    let threads: HashSet<std::thread::ThreadId> = rt.block_on(async {
+        let mut threads = HashSet::new();
+        for _ in 0..50 {
+            let id = spawn_blocking(|| std::thread::current().id())
+                .await
+                .unwrap();
+            threads.insert(id);
+        }
+        threads
+    });
+    // The thread that ran a closure may not be waiting again yet when the next comes, so a
+    // second thread can start; after that one of the two is always idle.
+    assert!(
+        threads.len() <= 2,
+        "50 closures, one at a time, ran on {} threads",
+        threads.len()
+    );
+}
+
+#[test]
+fn at_most_max_blocking_threads_run_at_once_and_the_rest_wait_their_turn() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .max_blocking_threads(2)
+        .build()
+        .expect("a runtime");
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let results = rt.block_on(async {
+        let handles: Vec<_> = (0..6)
+            .map(|i| {
+                let (running, most) = (running.clone(), most.clone());
+                spawn_blocking(move || {
+                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    i
+                })
+            })
+            .collect();
+        let mut results = Vec::new();
+        for handle in handles {
+            results.push(handle.await.unwrap());
+        }
+        results
+    });
+    assert_eq!(results, (0..6).collect::<Vec<_>>());
+    assert!(
+        most.load(Ordering::SeqCst) <= 2,
+        "{} closures ran at once with max_blocking_threads(2)",
+        most.load(Ordering::SeqCst)
+    );
+}
+
+#[test]
+fn an_idle_thread_exits_after_the_keep_alive() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .thread_keep_alive(std::time::Duration::from_millis(20))
+        .build()
+        .expect("a runtime");
+    let (first, second) = rt.block_on(async {
+        let first = spawn_blocking(|| std::thread::current().id())
+            .await
+            .unwrap();
+        // Far longer than the keep-alive, for a loaded machine.
+        sleep(Duration::from_millis(500)).await;
+        let second = spawn_blocking(|| std::thread::current().id())
+            .await
+            .unwrap();
+        (first, second)
+    });
+    // A `ThreadId` is never reused, so a second thread means the first one had gone.
+    assert_ne!(first, second, "the idle thread outlived its keep-alive");
+}
+
+#[test]
+fn a_keep_alive_of_duration_max_keeps_the_thread() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .thread_keep_alive(std::time::Duration::MAX)
+        .build()
+        .expect("a runtime");
+    let (first, second) = rt.block_on(async {
+        let first = spawn_blocking(|| std::thread::current().id())
+            .await
+            .unwrap();
+        sleep(Duration::from_millis(50)).await;
+        let second = spawn_blocking(|| std::thread::current().id())
+            .await
+            .unwrap();
+        (first, second)
+    });
+    assert_eq!(
+        first, second,
+        "the idle thread should still have been there"
+    );
+}
+
+#[test]
+fn closures_queued_when_the_runtime_shuts_down_still_run() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .max_blocking_threads(1)
+        .build()
+        .expect("a runtime");
+    let (release, blocked) = mpsc::channel::<()>();
+    let (first, second) = rt.block_on(async {
+        let first = spawn_blocking(move || blocked.recv().is_ok());
+        // The only thread is busy with `first`: this one waits in the queue.
+        let second = spawn_blocking(|| 2);
+        (first, second)
+    });
+    drop(rt);
+    release.send(()).expect("the first closure is waiting");
+    assert!(futures::executor::block_on(first).unwrap());
+    assert_eq!(futures::executor::block_on(second).unwrap(), 2);
+}
+
+#[test]
+#[should_panic(expected = "max_blocking_threads must be at least 1")]
+fn zero_max_blocking_threads_panics() {
+    escapement::Builder::new().max_blocking_threads(0);
 }

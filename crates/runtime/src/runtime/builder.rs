@@ -9,6 +9,7 @@ use crate::loom::{thread, Arc};
 use crate::park::Parker;
 use crate::scheduler::worker::{Park, Worker};
 use crate::scheduler::{Local, Remote, Shared};
+use crate::task::BlockingPool;
 use crate::time::clock::Clock;
 use crate::time::driver::Driver;
 use crate::time::park::DriverParker;
@@ -18,6 +19,12 @@ const DEFAULT_TICK: Duration = Duration::from_millis(1);
 
 /// The finest timer tick a runtime accepts.
 const MIN_TICK: Duration = Duration::from_micros(10);
+
+/// The default cap on `spawn_blocking` threads.
+const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
+
+/// How long a `spawn_blocking` thread waits for another job by default.
+const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(10);
 
 /// Configures and builds a [`Runtime`].
 ///
@@ -37,6 +44,8 @@ pub struct Builder {
     start_paused: bool,
     timer_resolution: Duration,
     metrics: bool,
+    max_blocking_threads: usize,
+    keep_alive: Duration,
 }
 
 impl Builder {
@@ -49,6 +58,8 @@ impl Builder {
             start_paused: false,
             timer_resolution: DEFAULT_TICK,
             metrics: true,
+            max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
+            keep_alive: DEFAULT_KEEP_ALIVE,
         }
     }
 
@@ -61,6 +72,27 @@ impl Builder {
     pub fn worker_threads(&mut self, count: usize) -> &mut Builder {
         assert!(count > 0, "a runtime needs at least one worker thread");
         self.worker_threads = Some(count);
+        self
+    }
+
+    /// The most threads [`spawn_blocking`](crate::task::spawn_blocking) runs closures on at
+    /// once (default 512). Beyond it, closures wait in a queue for a thread to come free.
+    ///
+    /// # Panics
+    ///
+    /// If `count` is zero.
+    #[track_caller]
+    pub fn max_blocking_threads(&mut self, count: usize) -> &mut Builder {
+        assert!(count > 0, "max_blocking_threads must be at least 1");
+        self.max_blocking_threads = count;
+        self
+    }
+
+    /// How long a [`spawn_blocking`](crate::task::spawn_blocking) thread with nothing to do
+    /// waits for another closure before it exits (default 10 s). `Duration::MAX` keeps idle
+    /// threads until the runtime shuts down.
+    pub fn thread_keep_alive(&mut self, keep_alive: Duration) -> &mut Builder {
+        self.keep_alive = keep_alive;
         self
     }
 
@@ -185,7 +217,14 @@ impl Builder {
         }
 
         let handle = Handle {
-            shared: Arc::new(Shared::new(remotes.into_boxed_slice(), driver)),
+            shared: Arc::new(Shared::new(
+                remotes.into_boxed_slice(),
+                driver,
+                Arc::new(BlockingPool::new(
+                    self.max_blocking_threads,
+                    self.keep_alive,
+                )),
+            )),
         };
         let mut threads = Vec::with_capacity(workers);
         for (index, (queue, park)) in queues.into_iter().zip(parks).enumerate() {
@@ -222,6 +261,8 @@ impl fmt::Debug for Builder {
             .field("start_paused", &self.start_paused)
             .field("timer_resolution", &self.timer_resolution)
             .field("metrics", &self.metrics)
+            .field("max_blocking_threads", &self.max_blocking_threads)
+            .field("thread_keep_alive", &self.keep_alive)
             .finish()
     }
 }

@@ -147,6 +147,8 @@ impl Runtime {
         shared.owned.close_and_shutdown_all();
         shared.drain_injector();
         shared.driver.shutdown();
+        // Idle blocking threads exit now, busy ones once the closures queued have run.
+        shared.blocking.shutdown();
     }
 }
 

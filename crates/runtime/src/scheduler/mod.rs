@@ -16,7 +16,7 @@ use crate::loom::{fence, Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering}
 use crate::park::Unparker;
 use crate::runtime::Handle;
 use crate::task::list::OwnedTasks;
-use crate::task::{Notified, Schedule, Task};
+use crate::task::{BlockingJob, BlockingPool, Notified, Schedule, Task};
 use crate::time::driver::Driver;
 
 pub(crate) use idle::Idle;
@@ -29,6 +29,8 @@ pub(crate) struct Shared {
     pub(crate) idle: Idle,
     pub(crate) owned: OwnedTasks<Handle>,
     pub(crate) driver: Arc<Driver>,
+    /// The threads of `spawn_blocking`.
+    pub(crate) blocking: Arc<BlockingPool<BlockingJob>>,
     shutdown: AtomicBool,
     /// Workers still in their loop, and a condvar the shutdown waits on.
     live_workers: Mutex<usize>,
@@ -45,7 +47,11 @@ pub(crate) struct Remote {
 }
 
 impl Shared {
-    pub(crate) fn new(remotes: Box<[Remote]>, driver: Arc<Driver>) -> Shared {
+    pub(crate) fn new(
+        remotes: Box<[Remote]>,
+        driver: Arc<Driver>,
+        blocking: Arc<BlockingPool<BlockingJob>>,
+    ) -> Shared {
         let workers = remotes.len();
         Shared {
             injector: Injector::new(),
@@ -53,6 +59,7 @@ impl Shared {
             owned: OwnedTasks::new(4 * workers),
             remotes,
             driver,
+            blocking,
             shutdown: AtomicBool::new(false),
             live_workers: Mutex::new(workers),
             workers_exited: Condvar::new(),

@@ -1,23 +1,29 @@
-//! [`spawn_blocking`]: run blocking code on a thread of its own.
+//! [`spawn_blocking`]: run blocking code on the runtime's blocking threads.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::{Notified, Schedule, Task};
-use crate::loom::thread;
+use super::{BlockingPool, Job, Notified, Schedule, Task};
 use crate::runtime::Handle;
 use crate::JoinHandle;
 
-/// Runs `f` on a new thread and returns a handle to await its result.
+/// Runs `f` on one of the runtime's blocking threads and returns a handle to await its
+/// result.
 ///
 /// Use it for work that blocks (file or DNS calls, heavy computation) instead of blocking a
-/// worker thread. The thread counts as busy for the paused clock: while it runs, a paused
-/// runtime does not auto-advance, so a test sees the blocking work finish before time jumps.
+/// worker thread. The closure counts as busy for the paused clock from this call until it
+/// returns: meanwhile a paused runtime does not auto-advance, so a test sees the blocking
+/// work finish before time jumps.
 ///
-/// Each call starts one thread, which ends with `f`. A panic in `f` becomes a
-/// [`JoinError`](crate::JoinError). The thread is not cancelled when the runtime shuts down:
-/// it runs `f` to the end; awaiting the handle afterwards still gives the result.
+/// The threads are pooled: a thread that finishes a closure takes the next one, and exits
+/// after waiting [`Builder::thread_keep_alive`](crate::Builder::thread_keep_alive) (default
+/// 10 s) without one. At most
+/// [`Builder::max_blocking_threads`](crate::Builder::max_blocking_threads) (default 512) run
+/// at once; more closures wait in a queue, in the order they came. A panic in `f` becomes a
+/// [`JoinError`](crate::JoinError). A closure is not cancelled when the runtime shuts down:
+/// every closure already passed to `spawn_blocking` runs to the end, and awaiting its handle
+/// afterwards still gives the result; the threads exit once the queue is empty.
 ///
 /// # Examples
 ///
@@ -30,7 +36,7 @@ use crate::JoinHandle;
 ///
 /// # Panics
 ///
-/// If called outside a runtime, or if the thread cannot be spawned.
+/// If called outside a runtime, or if a new thread was needed and could not be spawned.
 #[track_caller]
 pub fn spawn_blocking<F, R>(f: F) -> JoinHandle<R>
 where
@@ -65,8 +71,7 @@ impl<F: FnOnce() -> R, R> Future for BlockingTask<F> {
     }
 }
 
-/// Runs a blocking task on a new thread, inside the runtime's context (so the closure can
-/// spawn tasks and read the runtime's clock).
+/// Hands a blocking task to the runtime's blocking pool.
 #[derive(Clone)]
 struct BlockingSchedule {
     handle: Handle,
@@ -75,18 +80,30 @@ struct BlockingSchedule {
 impl Schedule for BlockingSchedule {
     #[track_caller]
     fn schedule(&self, task: Notified<Self>) {
-        let handle = self.handle.clone();
-        thread::Builder::new()
-            .name("escapement-blocking".to_owned())
-            .spawn(move || {
-                let _enter = handle.enter();
-                task.run();
-                handle.driver().deactivate();
-            })
-            .expect("failed to spawn a thread for spawn_blocking");
+        let job = BlockingJob {
+            handle: self.handle.clone(),
+            task,
+        };
+        BlockingPool::spawn(&self.handle.shared.blocking, job);
     }
 
     fn release(&self, _task: &Task<Self>) -> Option<Task<Self>> {
         None
+    }
+}
+
+/// A blocking task waiting for, or running on, a pool thread.
+pub(crate) struct BlockingJob {
+    handle: Handle,
+    task: Notified<BlockingSchedule>,
+}
+
+impl Job for BlockingJob {
+    /// Runs the task inside the runtime's context (so the closure can spawn tasks and read
+    /// the runtime's clock), then counts it idle for the paused clock.
+    fn run(self) {
+        let _enter = self.handle.enter();
+        self.task.run();
+        self.handle.driver().deactivate();
     }
 }

@@ -7,6 +7,7 @@ mod error;
 mod harness;
 mod join;
 pub(crate) mod list;
+mod pool;
 mod raw;
 mod state;
 mod waker;
@@ -18,8 +19,10 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 pub use blocking::spawn_blocking;
+pub(crate) use blocking::BlockingJob;
 pub use error::JoinError;
 pub use join::JoinHandle;
+pub(crate) use pool::{BlockingPool, Job};
 pub use yield_now::yield_now;
 
 #[doc(inline)]

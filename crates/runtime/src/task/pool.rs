@@ -1,0 +1,287 @@
+//! [`BlockingPool`]: the threads that run `spawn_blocking` closures.
+//!
+//! A thread that finishes a job stays for more, so a service that makes many short blocking
+//! calls does not start a thread for each. The pool has at most `max_threads` threads; a
+//! thread that has waited `keep_alive` without a job exits.
+//!
+//! # State
+//!
+//! All of it sits under one mutex, beside one condvar the idle threads wait on:
+//!
+//! | field      | meaning                                                    |
+//! |------------|------------------------------------------------------------|
+//! | `queue`    | jobs not yet taken by a thread                             |
+//! | `threads`  | threads started and not yet exited                         |
+//! | `idle`     | threads waiting on the condvar                             |
+//! | `notified` | idle threads already woken for a job, not yet back under the lock |
+//! | `shutdown` | the runtime shut down: idle threads exit at once           |
+//!
+//! # The protocol
+//!
+//! - `spawn` pushes the job, then: if some idle thread has not been woken yet
+//!   (`idle > notified`), it wakes one; else, below `max_threads`, it starts a thread (after
+//!   releasing the lock); else the job waits for the first thread to come free.
+//! - A thread takes jobs from the queue until it is empty, running each without the lock.
+//!   With the queue empty it exits if the pool is shut down or its keep-alive has run out;
+//!   otherwise it waits, counted in `idle`. When it wakes for any reason (a notify, the
+//!   timeout, a spurious wake-up) it takes one `notified` if there is one, and looks at the
+//!   queue again before anything else.
+//!
+//! Why no job waits while a thread could run it: a job is pushed under the lock, and every
+//! thread looks at the queue under the lock before it waits or exits. A woken thread takes a
+//! `notified` whether or not the notify was meant for it; whichever thread takes it goes on to
+//! look at the queue, so each `notified` stands for a thread about to look, as `spawn`
+//! counted on. A job that found every thread busy and `max_threads` reached is taken by the
+//! first of them to finish.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use crate::loom::{thread, Arc, Condvar, Mutex};
+
+/// Work the pool runs on one of its threads.
+pub(crate) trait Job: Send + 'static {
+    fn run(self);
+}
+
+/// The threads of `spawn_blocking`, shared by the runtime and the threads themselves.
+pub(crate) struct BlockingPool<J> {
+    state: Mutex<State<J>>,
+    condvar: Condvar,
+    max_threads: usize,
+    keep_alive: Duration,
+}
+
+struct State<J> {
+    queue: VecDeque<J>,
+    threads: usize,
+    idle: usize,
+    notified: usize,
+    shutdown: bool,
+}
+
+impl<J: Job> BlockingPool<J> {
+    /// A pool of at most `max_threads` threads (at least one), each exiting after
+    /// `keep_alive` without a job.
+    pub(crate) fn new(max_threads: usize, keep_alive: Duration) -> BlockingPool<J> {
+        BlockingPool {
+            state: Mutex::new(State {
+                queue: VecDeque::new(),
+                threads: 0,
+                idle: 0,
+                notified: 0,
+                shutdown: false,
+            }),
+            condvar: Condvar::new(),
+            max_threads: max_threads.max(1),
+            keep_alive,
+        }
+    }
+
+    /// Queues `job` and makes sure a thread will run it: an idle one, a new one, or, when
+    /// `max_threads` are all busy, the first to finish.
+    ///
+    /// # Panics
+    ///
+    /// If a new thread was needed and the system refused to start it. The job stays queued
+    /// for the pool's next thread.
+    #[track_caller]
+    pub(crate) fn spawn(pool: &Arc<Self>, job: J) {
+        let mut state = pool.state.lock();
+        state.queue.push_back(job);
+        if state.idle > state.notified {
+            state.notified += 1;
+            drop(state);
+            pool.condvar.notify_one();
+            return;
+        }
+        if state.threads == pool.max_threads {
+            return;
+        }
+        state.threads += 1;
+        drop(state);
+        let thread_pool = pool.clone();
+        let started = thread::Builder::new()
+            .name("escapement-blocking".to_owned())
+            .spawn(move || thread_pool.run());
+        if let Err(error) = started {
+            pool.state.lock().threads -= 1;
+            panic!("failed to spawn a thread for spawn_blocking: {error}");
+        }
+    }
+
+    /// Lets idle threads exit at once, and every thread exit once the queue is empty.
+    pub(crate) fn shutdown(&self) {
+        self.state.lock().shutdown = true;
+        self.condvar.notify_all();
+    }
+
+    /// After [`shutdown`](Self::shutdown): waits until every thread has exited, so every
+    /// job queued before has run.
+    #[cfg(any(loom, test))]
+    pub(crate) fn wait_for_exit(&self) {
+        let mut state = self.state.lock();
+        while state.threads > 0 {
+            state = self.condvar.wait(state);
+        }
+    }
+
+    /// Threads started and not yet exited.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn threads(&self) -> usize {
+        self.state.lock().threads
+    }
+
+    /// One thread's life: run jobs, wait for more, exit.
+    fn run(&self) {
+        let mut state = self.state.lock();
+        // When this thread's keep-alive runs out (`None` inside: never), set when it first
+        // finds no job.
+        let mut idle_until: Option<Option<Instant>> = None;
+        loop {
+            if let Some(job) = state.queue.pop_front() {
+                drop(state);
+                job.run();
+                state = self.state.lock();
+                idle_until = None;
+                continue;
+            }
+            if state.shutdown {
+                break;
+            }
+            let now = Instant::now();
+            let until = *idle_until.get_or_insert_with(|| now.checked_add(self.keep_alive));
+            if until.is_some_and(|until| now >= until) {
+                break;
+            }
+            state.idle += 1;
+            state = match until {
+                Some(until) => self.condvar.wait_for(state, until - now),
+                None => self.condvar.wait(state),
+            };
+            state.idle -= 1;
+            if state.notified > 0 {
+                state.notified -= 1;
+            }
+        }
+        state.threads -= 1;
+        let last = state.threads == 0;
+        drop(state);
+        if last {
+            // For `wait_for_exit`; idle threads that wake too look at the queue again.
+            self.condvar.notify_all();
+        }
+    }
+}
+
+impl<J> fmt::Debug for BlockingPool<J> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlockingPool")
+            .field("max_threads", &self.max_threads)
+            .field("keep_alive", &self.keep_alive)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Barrier;
+
+    use super::*;
+
+    /// A job that runs a closure.
+    struct Run(Box<dyn FnOnce() + Send>);
+
+    impl Job for Run {
+        fn run(self) {
+            (self.0)()
+        }
+    }
+
+    fn run(f: impl FnOnce() + Send + 'static) -> Run {
+        Run(Box::new(f))
+    }
+
+    /// Waits (at most 10 s, for a loaded machine) until the pool has `count` threads.
+    fn wait_for_threads(pool: &BlockingPool<Run>, count: usize) {
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while pool.threads() != count {
+            assert!(
+                Instant::now() < give_up,
+                "the pool has {} threads, not {count}",
+                pool.threads()
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn shutdown_lets_idle_threads_exit_after_the_queue_runs() {
+        let pool = Arc::new(BlockingPool::new(3, Duration::MAX));
+        let ran = Arc::new(AtomicUsize::new(0));
+        // Three jobs that wait for each other need three threads.
+        let barrier = Arc::new(Barrier::new(3));
+        for _ in 0..3 {
+            let (barrier, ran) = (barrier.clone(), ran.clone());
+            BlockingPool::spawn(
+                &pool,
+                run(move || {
+                    barrier.wait();
+                    ran.fetch_add(1, Ordering::SeqCst);
+                }),
+            );
+        }
+        // The cap: a fourth job queues behind them.
+        let fourth = ran.clone();
+        BlockingPool::spawn(
+            &pool,
+            run(move || {
+                fourth.fetch_add(1, Ordering::SeqCst);
+            }),
+        );
+        assert_eq!(pool.threads(), 3);
+        pool.shutdown();
+        pool.wait_for_exit();
+        assert_eq!(ran.load(Ordering::SeqCst), 4);
+        assert_eq!(pool.threads(), 0);
+    }
+
+    #[test]
+    fn idle_threads_exit_after_the_keep_alive() {
+        let pool = Arc::new(BlockingPool::new(4, Duration::from_millis(5)));
+        BlockingPool::spawn(&pool, run(|| ()));
+        wait_for_threads(&pool, 0);
+    }
+
+    #[test]
+    fn an_idle_thread_takes_the_next_job_instead_of_a_new_thread() {
+        let pool = Arc::new(BlockingPool::new(4, Duration::MAX));
+        let (done, finished) = std::sync::mpsc::channel();
+        for _ in 0..20 {
+            let done = done.clone();
+            BlockingPool::spawn(&pool, run(move || done.send(()).unwrap()));
+            finished.recv().unwrap();
+            // Once the thread waits again it is the one the next job goes to.
+            wait_for_idle(&pool);
+        }
+        assert_eq!(pool.threads(), 1);
+        pool.shutdown();
+        pool.wait_for_exit();
+    }
+
+    /// Waits (at most 10 s) until every thread of the pool is idle.
+    fn wait_for_idle(pool: &BlockingPool<Run>) {
+        let give_up = Instant::now() + Duration::from_secs(10);
+        loop {
+            let state = pool.state.lock();
+            if state.idle == state.threads && state.notified == 0 {
+                return;
+            }
+            drop(state);
+            assert!(Instant::now() < give_up, "the pool never went idle");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}

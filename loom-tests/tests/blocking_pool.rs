@@ -1,0 +1,46 @@
+//! Model 14: the `spawn_blocking` pool. Two threads hand it a job each while its threads
+//! start, go idle and are woken.
+//!
+//! - Before any shutdown, both jobs run: whether a job went to a new thread, to an idle one,
+//!   or waited behind the cap, some thread takes it (a lost wake-up leaves the model
+//!   blocked, which loom reports).
+//! - A shutdown that races the jobs still lets both run once, and every pool thread exits.
+#![cfg(loom)]
+
+use escapement::loom_api::{BlockingPool, JobCount};
+use loom::thread;
+
+/// Two jobs spawned from two threads; `wait` says whether the model waits for both before
+/// it shuts the pool down.
+fn two_spawns(max_threads: usize, wait: bool) {
+    loom::model(move || {
+        let pool = BlockingPool::new(max_threads);
+        let count = JobCount::new();
+        let spawner = {
+            let (pool, count) = (pool.clone(), count.clone());
+            thread::spawn(move || pool.spawn(count))
+        };
+        pool.spawn(count.clone());
+        spawner.join().unwrap();
+        if wait {
+            count.wait_for(2);
+        }
+        pool.shutdown_and_wait();
+        assert_eq!(count.get(), 2, "every job runs exactly once");
+    });
+}
+
+#[test]
+fn one_thread_runs_both_jobs_in_turn() {
+    two_spawns(1, true);
+}
+
+#[test]
+fn two_threads_share_the_jobs_without_losing_one() {
+    two_spawns(2, true);
+}
+
+#[test]
+fn a_shutdown_racing_the_jobs_still_runs_them() {
+    two_spawns(1, false);
+}
