@@ -5,8 +5,12 @@
 //! node whose generation would wrap is retired rather than reused, so a stale key can never
 //! match again.
 //!
-//! What the wheel touches on every operation (links, deadline, generation, linked flag) sits in
-//! one compact array; the values, touched only when a timer is added or leaves, in another.
+//! A slot keeps its value beside its links, deadline and generation, and the value's presence
+//! is the slot's occupancy. An insert or a cancel touches the slot's header anyway, so the
+//! value comes in the same cache line rather than from a second array. The price is a wider
+//! slot for the list walks of a cascade, which read headers only: with a million timers,
+//! firing them all costs about a fifth more than with the values kept apart
+//! (`docs/benchmarks.md`).
 
 use std::num::NonZeroU32;
 
@@ -16,19 +20,17 @@ use crate::list::{Arena, Header};
 /// A slab index plus one, so `Option<Index>` costs no more than an index.
 pub(crate) type Index = NonZeroU32;
 
-/// The part of a slot the wheel works with: 24 bytes.
-struct Hot {
+/// One slot: 40 bytes for a `u64` value.
+struct Slot<T> {
     header: Header<Index>,
     generation: u32,
-    /// Whether the slot holds a timer. A timer in the slab is always in one of the wheel's
-    /// lists between operations, so this is also the "linked" flag the wheel asks about.
-    occupied: bool,
+    /// `Some` exactly while the slot holds a timer. A timer in the slab is always in one of
+    /// the wheel's lists between operations, so this is also the "linked" flag.
+    value: Option<T>,
 }
 
 pub(crate) struct Slab<T> {
-    hot: Vec<Hot>,
-    /// `Some` exactly while the slot is occupied.
-    values: Vec<Option<T>>,
+    slots: Vec<Slot<T>>,
     /// Freed slots, chained through their headers' `next` links.
     free: Option<Index>,
 }
@@ -36,16 +38,14 @@ pub(crate) struct Slab<T> {
 impl<T> Slab<T> {
     pub(crate) const fn new() -> Self {
         Slab {
-            hot: Vec::new(),
-            values: Vec::new(),
+            slots: Vec::new(),
             free: None,
         }
     }
 
     pub(crate) fn with_capacity(capacity: usize) -> Self {
         Slab {
-            hot: Vec::with_capacity(capacity),
-            values: Vec::with_capacity(capacity),
+            slots: Vec::with_capacity(capacity),
             free: None,
         }
     }
@@ -59,12 +59,11 @@ impl<T> Slab<T> {
     pub(crate) fn alloc(&mut self, value: T) -> (Index, TimerKey) {
         let (index, generation) = match self.free {
             Some(index) => {
-                let hot = &mut self.hot[slot_of(index)];
+                let slot = &mut self.slots[slot_of(index)];
                 // The stale link is left in place: linking the timer overwrites both links.
-                self.free = hot.header.next;
-                hot.occupied = true;
-                let generation = hot.generation;
-                self.values[slot_of(index)] = Some(value);
+                self.free = slot.header.next;
+                slot.value = Some(value);
+                let generation = slot.generation;
                 (index, generation)
             }
             None => (self.grow(value), 0),
@@ -81,43 +80,39 @@ impl<T> Slab<T> {
     #[cold]
     #[inline(never)]
     fn grow(&mut self, value: T) -> Index {
-        let index = u32::try_from(self.hot.len() + 1)
+        let index = u32::try_from(self.slots.len() + 1)
             .ok()
             .and_then(NonZeroU32::new)
             .filter(|i| i.get() < u32::MAX)
             .expect("a keyed wheel holds at most u32::MAX - 1 timers");
-        self.hot.push(Hot {
+        self.slots.push(Slot {
             header: Header::new(),
             generation: 0,
-            occupied: true,
+            value: Some(value),
         });
-        self.values.push(Some(value));
         index
     }
 
     /// Takes the value out of an occupied, unlinked slot and makes every key to it stale.
     #[inline]
     pub(crate) fn free(&mut self, index: Index) -> T {
-        let hot = &mut self.hot[slot_of(index)];
-        debug_assert!(hot.occupied, "freeing an empty slot");
-        hot.occupied = false;
+        let slot = &mut self.slots[slot_of(index)];
+        let value = slot.value.take().expect("freeing an empty slot");
         // Unlinking cleared the links; a retired slot stays off the free list for good.
-        if hot.generation < u32::MAX {
-            hot.generation += 1;
-            hot.header.next = self.free;
+        if slot.generation < u32::MAX {
+            slot.generation += 1;
+            slot.header.next = self.free;
             self.free = Some(index);
         }
-        self.values[slot_of(index)]
-            .take()
-            .expect("an occupied slot holds a value")
+        value
     }
 
     /// The index `key` names, if its timer is still in the slab.
     #[inline]
     pub(crate) fn lookup(&self, key: TimerKey) -> Option<Index> {
         let index = NonZeroU32::new(key.index)?;
-        let hot = self.hot.get(slot_of(index))?;
-        (hot.generation == key.generation && hot.occupied).then_some(index)
+        let slot = self.slots.get(slot_of(index))?;
+        (slot.generation == key.generation && slot.value.is_some()).then_some(index)
     }
 
     /// The current key of an occupied slot.
@@ -125,7 +120,7 @@ impl<T> Slab<T> {
     pub(crate) fn key(&self, index: Index) -> TimerKey {
         TimerKey {
             index: index.get(),
-            generation: self.hot[slot_of(index)].generation,
+            generation: self.slots[slot_of(index)].generation,
         }
     }
 }
@@ -139,19 +134,19 @@ impl<T> Arena for Slab<T> {
 
     #[inline]
     fn header(&self, h: Index) -> &Header<Index> {
-        &self.hot[slot_of(h)].header
+        &self.slots[slot_of(h)].header
     }
 
     #[inline]
     fn header_mut(&mut self, h: Index) -> &mut Header<Index> {
-        &mut self.hot[slot_of(h)].header
+        &mut self.slots[slot_of(h)].header
     }
 
     /// Occupancy: `alloc` sets it before the wheel links the timer, `free` clears it after
     /// the wheel unlinks it, and nothing asks in between.
     #[inline]
     fn is_linked(&self, h: Index) -> bool {
-        self.hot[slot_of(h)].occupied
+        self.slots[slot_of(h)].value.is_some()
     }
 
     /// Nothing to record: occupancy stands for linkage (see `is_linked`).
