@@ -87,10 +87,12 @@ fn sequential_closures_reuse_one_thread() {
         }
         threads
     });
-    // The thread that ran a closure may not be waiting again yet when the next comes, so a
-    // second thread can start; after that one of the two is always idle.
+    // The thread that ran a closure may not be waiting again when the next one comes, and a
+    // thread just started may not have reached its loop, so a few threads can start in a
+    // loaded run; one per closure would be the old thread-per-call behaviour. (The unit tests
+    // of `task::pool` pin the reuse down exactly.)
     assert!(
-        threads.len() <= 2,
+        threads.len() < 10,
         "50 closures, one at a time, ran on {} threads",
         threads.len()
     );
