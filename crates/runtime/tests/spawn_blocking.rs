@@ -134,45 +134,43 @@ fn at_most_max_blocking_threads_run_at_once_and_the_rest_wait_their_turn() {
     );
 }
 
-#[test]
-fn an_idle_thread_exits_after_the_keep_alive() {
+/// The threads of two closures run `pause` apart on a runtime with `keep_alive`.
+fn threads_of_two_closures(
+    keep_alive: std::time::Duration,
+    pause: Duration,
+) -> (std::thread::ThreadId, std::thread::ThreadId) {
     let rt = escapement::Builder::new()
         .worker_threads(1)
-        .thread_keep_alive(std::time::Duration::from_millis(20))
+        .thread_keep_alive(keep_alive)
         .build()
         .expect("a runtime");
-    let (first, second) = rt.block_on(async {
+    rt.block_on(async {
         let first = spawn_blocking(|| std::thread::current().id())
             .await
             .unwrap();
-        // Far longer than the keep-alive, for a loaded machine.
-        sleep(Duration::from_millis(500)).await;
+        sleep(pause).await;
         let second = spawn_blocking(|| std::thread::current().id())
             .await
             .unwrap();
         (first, second)
-    });
+    })
+}
+
+#[test]
+fn an_idle_thread_exits_after_the_keep_alive() {
+    // A pause far longer than the keep-alive, for a loaded machine.
+    let (first, second) = threads_of_two_closures(
+        std::time::Duration::from_millis(20),
+        Duration::from_millis(500),
+    );
     // A `ThreadId` is never reused, so a second thread means the first one had gone.
     assert_ne!(first, second, "the idle thread outlived its keep-alive");
 }
 
 #[test]
 fn a_keep_alive_of_duration_max_keeps_the_thread() {
-    let rt = escapement::Builder::new()
-        .worker_threads(1)
-        .thread_keep_alive(std::time::Duration::MAX)
-        .build()
-        .expect("a runtime");
-    let (first, second) = rt.block_on(async {
-        let first = spawn_blocking(|| std::thread::current().id())
-            .await
-            .unwrap();
-        sleep(Duration::from_millis(50)).await;
-        let second = spawn_blocking(|| std::thread::current().id())
-            .await
-            .unwrap();
-        (first, second)
-    });
+    let (first, second) =
+        threads_of_two_closures(std::time::Duration::MAX, Duration::from_millis(50));
     assert_eq!(
         first, second,
         "the idle thread should still have been there"
