@@ -12,6 +12,9 @@
 //!   other timers.
 //! - `metrics_cost`: register+cancel on escapement with `Builder::metrics(true)` and
 //!   `metrics(false)`, on 1 and on 2 workers.
+//! - `spawn_blocking`: a trivial closure handed to `spawn_blocking` and awaited, one at a
+//!   time, on 2 workers: the cost of a round trip through the blocking threads (wall time
+//!   only).
 //!
 //! Every measured loop runs inside a spawned task that `block_on` awaits, not in `block_on`
 //! itself: a runtime's timers are meant to be used from its tasks, and with one worker the
@@ -75,6 +78,7 @@ fn main() {
     timeout_ready(&mut c);
     register_cancel(&mut c);
     metrics_cost(&mut c);
+    spawn_blocking(&mut c);
     c.final_summary();
 }
 
@@ -175,6 +179,43 @@ fn metrics_cost(c: &mut Criterion) {
         }
     }
     group.finish();
+}
+
+/// (i) a `spawn_blocking` round trip, on 2 workers. Wall time only: the loop awaits other
+/// threads, so it may move between workers and its thread's CPU time means nothing.
+fn spawn_blocking(c: &mut Criterion) {
+    let mut group = c.benchmark_group("spawn_blocking");
+    bench_wall(
+        &mut group,
+        &Escapement::new(2),
+        spawn_blocking_loop::<Escapement>,
+    );
+    bench_wall(&mut group, &Tokio::new(2), spawn_blocking_loop::<Tokio>);
+    group.finish();
+}
+
+/// Benchmarks `body(iters)` run in a spawned task of `rt`, as `R::NAME/2w`, by wall time.
+fn bench_wall<R: Rt, F: Future<Output = ()> + Send + 'static>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &R,
+    body: fn(u64) -> F,
+) {
+    group.bench_function(BenchmarkId::new(R::NAME, "2w"), |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(rt.spawn(R::unconstrained(async move {
+                let start = Instant::now();
+                body(iters).await;
+                start.elapsed()
+            })))
+        })
+    });
+}
+
+/// `iters` trivial closures through `spawn_blocking`, each awaited before the next.
+async fn spawn_blocking_loop<R: Rt>(iters: u64) {
+    for i in 0..iters {
+        black_box(R::spawn_blocking(move || black_box(i)).await);
+    }
 }
 
 /// Spawns `count` tasks, each asleep on a timer 1-2 h away, and returns once every timer is

@@ -36,6 +36,11 @@ pub(crate) trait Rt: Send + Sync + 'static {
     /// `task::yield_now`.
     fn yield_now() -> impl Future<Output = ()> + Send;
 
+    /// `task::spawn_blocking`, awaited; panics if the closure panicked.
+    fn spawn_blocking<T: Send + 'static>(
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> impl Future<Output = T> + Send;
+
     /// Runs `future` outside tokio's cooperative budget (`tokio::task::unconstrained`);
     /// escapement has no budget, so there it is `future` itself.
     ///
@@ -132,6 +137,13 @@ macro_rules! impl_rt {
 
             fn yield_now() -> impl Future<Output = ()> + Send {
                 $krate::task::yield_now()
+            }
+
+            fn spawn_blocking<T: Send + 'static>(
+                f: impl FnOnce() -> T + Send + 'static,
+            ) -> impl Future<Output = T> + Send {
+                let task = $krate::task::spawn_blocking(f);
+                async move { task.await.expect("the closure panicked") }
             }
 
             fn unconstrained<F: Future + Send>(
