@@ -334,6 +334,9 @@ impl crate::task::Job for CountJob {
         *self.0.count.lock() += 1;
         self.0.changed.notify_all();
     }
+
+    /// Nothing waits on a count but the model, which checks it.
+    fn cancel(self) {}
 }
 
 impl BlockingPool {

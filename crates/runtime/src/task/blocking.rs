@@ -36,7 +36,10 @@ use crate::JoinHandle;
 ///
 /// # Panics
 ///
-/// If called outside a runtime, or if a new thread was needed and could not be spawned.
+/// If called outside a runtime, or if a new thread was needed, the system refused to start
+/// it, and no blocking thread is left to run the closure (then every closure still queued is
+/// cancelled: its handle gives a cancelled [`JoinError`](crate::JoinError)). With a blocking
+/// thread left, the closure waits for it instead.
 #[track_caller]
 pub fn spawn_blocking<F, R>(f: F) -> JoinHandle<R>
 where
@@ -105,5 +108,63 @@ impl Job for BlockingJob {
         let _enter = self.handle.enter();
         self.task.run();
         self.handle.driver().deactivate();
+    }
+
+    /// Cancels the task (its handle sees a cancelled `JoinError`) and counts it idle.
+    fn cancel(self) {
+        self.task.cancel();
+        self.handle.driver().deactivate();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::time::{sleep, Duration, Instant};
+
+    /// What the pool does with a queued job when it has no thread left to run it.
+    #[test]
+    fn a_cancelled_job_cancels_its_handle_and_lets_the_clock_advance() {
+        let rt = crate::Builder::new()
+            .worker_threads(1)
+            .start_paused(true)
+            .build()
+            .expect("a runtime");
+        let handle = rt.handle().clone();
+        let id = handle.shared.owned.next_id();
+        let scheduler = BlockingSchedule {
+            handle: handle.clone(),
+        };
+        // As `spawn_blocking` does, up to the pool.
+        handle.driver().activate();
+        let (task, notified, join) = super::super::new(
+            BlockingTask {
+                f: Some(|| panic!("a cancelled job ran")),
+            },
+            scheduler,
+            id,
+        );
+        drop(task);
+        BlockingJob {
+            handle,
+            task: notified,
+        }
+        .cancel();
+        // On its own thread, so a clock stuck for an hour fails the test instead of hanging it.
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            rt.block_on(async {
+                let error: crate::JoinError = join.await.unwrap_err();
+                assert!(error.is_cancelled());
+                // Counted idle again: the paused clock jumps over an hour at once.
+                let start = Instant::now();
+                sleep(Duration::from_secs(3600)).await;
+                assert!(start.elapsed() >= Duration::from_secs(3600));
+            });
+            done.send(()).unwrap();
+        });
+        finished
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the handle and the paused clock both moved on");
     }
 }

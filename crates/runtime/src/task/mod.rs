@@ -93,7 +93,8 @@ impl<S: 'static> Task<S> {
             .with_mut(|slot| unsafe { *slot = key });
     }
 
-    /// Runtime shutdown, giving up this reference (the owned list's).
+    /// Cancels the task unless a thread is running it, giving up this reference (the owned
+    /// list's at runtime shutdown, or a notification's).
     pub(crate) fn shutdown(self) {
         let header = self.header;
         std::mem::forget(self);
@@ -118,6 +119,12 @@ impl<S: 'static> Notified<S> {
         std::mem::forget(self);
         // SAFETY: the `Notified` reference passes to the poll.
         unsafe { (header.as_ref().vtable.poll)(header) };
+    }
+
+    /// Cancels the task without polling it, consuming the notification: for a task no
+    /// thread will ever run. Its join handle sees a cancelled `JoinError`.
+    pub(crate) fn cancel(self) {
+        self.0.shutdown();
     }
 }
 

@@ -20,7 +20,10 @@
 //!
 //! - `spawn` pushes the job, then: if some idle thread has not been woken yet
 //!   (`idle > notified`), it wakes one; else, below `max_threads`, it starts a thread (after
-//!   releasing the lock); else the job waits for the first thread to come free.
+//!   releasing the lock); else the job waits for the first thread to come free. If the
+//!   system refuses the new thread, the job waits for a thread that is still alive; with
+//!   none left, nothing would ever take the queue, so `spawn` cancels every queued job and
+//!   panics.
 //! - A thread takes jobs from the queue until it is empty, running each without the lock.
 //!   With the queue empty it exits if the pool is shut down or its keep-alive has run out;
 //!   otherwise it waits, counted in `idle`. When it wakes for any reason (a notify, the
@@ -36,6 +39,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
+use std::io;
 use std::time::{Duration, Instant};
 
 use crate::loom::{thread, Arc, Condvar, Mutex};
@@ -43,6 +47,9 @@ use crate::loom::{thread, Arc, Condvar, Mutex};
 /// Work the pool runs on one of its threads.
 pub(crate) trait Job: Send + 'static {
     fn run(self);
+
+    /// The job will never run (no thread is left to run it): release whatever waits on it.
+    fn cancel(self);
 }
 
 /// The threads of `spawn_blocking`, shared by the runtime and the threads themselves.
@@ -84,10 +91,22 @@ impl<J: Job> BlockingPool<J> {
     ///
     /// # Panics
     ///
-    /// If a new thread was needed and the system refused to start it. The job stays queued
-    /// for the pool's next thread.
+    /// If a new thread was needed, the system refused to start it, and the pool has no thread
+    /// left that could take the job. The queued jobs, this one included, are cancelled
+    /// first. With a thread left, the job waits for it instead, as behind the cap.
     #[track_caller]
     pub(crate) fn spawn(pool: &Arc<Self>, job: J) {
+        Self::spawn_with(pool, job, |pool| {
+            thread::Builder::new()
+                .name("escapement-blocking".to_owned())
+                .spawn(move || pool.run())
+                .map(drop)
+        });
+    }
+
+    /// [`spawn`](Self::spawn), starting a thread (which must call `run`) with `start`.
+    #[track_caller]
+    fn spawn_with(pool: &Arc<Self>, job: J, start: impl FnOnce(Arc<Self>) -> io::Result<()>) {
         let mut state = pool.state.lock();
         state.queue.push_back(job);
         if state.idle > state.notified {
@@ -101,14 +120,20 @@ impl<J: Job> BlockingPool<J> {
         }
         state.threads += 1;
         drop(state);
-        let thread_pool = pool.clone();
-        let started = thread::Builder::new()
-            .name("escapement-blocking".to_owned())
-            .spawn(move || thread_pool.run());
-        if let Err(error) = started {
-            pool.state.lock().threads -= 1;
-            panic!("failed to spawn a thread for spawn_blocking: {error}");
+        let Err(error) = start(pool.clone()) else {
+            return;
+        };
+        let mut state = pool.state.lock();
+        state.threads -= 1;
+        if state.threads > 0 {
+            // A live thread looks at the queue before it waits or exits.
+            return;
         }
+        let stranded = std::mem::take(&mut state.queue);
+        drop(state);
+        // Outside the lock: a cancelled job drops its closure, which may do anything.
+        stranded.into_iter().for_each(J::cancel);
+        panic!("failed to spawn a thread for spawn_blocking: {error}");
     }
 
     /// Lets idle threads exit at once, and every thread exit once the queue is empty.
@@ -191,17 +216,33 @@ mod tests {
 
     use super::*;
 
-    /// A job that runs a closure.
-    struct Run(Box<dyn FnOnce() + Send>);
+    /// A job that runs a closure, or on cancel its other one.
+    struct Run {
+        run: Box<dyn FnOnce() + Send>,
+        cancel: Box<dyn FnOnce() + Send>,
+    }
 
     impl Job for Run {
         fn run(self) {
-            (self.0)()
+            (self.run)()
+        }
+
+        fn cancel(self) {
+            (self.cancel)()
         }
     }
 
+    /// A job that runs `f` and must not be cancelled.
     fn run(f: impl FnOnce() + Send + 'static) -> Run {
-        Run(Box::new(f))
+        Run {
+            run: Box::new(f),
+            cancel: Box::new(|| panic!("a job was cancelled")),
+        }
+    }
+
+    /// A start the system refuses.
+    fn refuse(_pool: Arc<BlockingPool<Run>>) -> io::Result<()> {
+        Err(io::Error::other("refused for the test"))
     }
 
     /// Waits (at most 10 s, for a loaded machine) until the pool has `count` threads.
@@ -267,6 +308,59 @@ mod tests {
             wait_for_idle(&pool);
         }
         assert_eq!(pool.threads(), 1);
+        pool.shutdown();
+        pool.wait_for_exit();
+    }
+
+    #[test]
+    fn a_refused_start_with_no_thread_left_cancels_the_queue_and_panics() {
+        let pool = Arc::new(BlockingPool::new(4, Duration::MAX));
+        let cancelled = Arc::new(AtomicUsize::new(0));
+        let job = {
+            let cancelled = cancelled.clone();
+            Run {
+                run: Box::new(|| panic!("a job ran without a thread")),
+                cancel: Box::new(move || {
+                    cancelled.fetch_add(1, Ordering::SeqCst);
+                }),
+            }
+        };
+        let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            BlockingPool::spawn_with(&pool, job, refuse)
+        }))
+        .expect_err("no thread can run the job");
+        let message = panic.downcast_ref::<String>().expect("a formatted message");
+        assert!(message.contains("refused for the test"), "{message}");
+        assert_eq!(cancelled.load(Ordering::SeqCst), 1);
+        assert_eq!(pool.threads(), 0);
+        assert!(pool.state.lock().queue.is_empty());
+        // The pool still works once the system starts threads again.
+        let (done, finished) = std::sync::mpsc::channel();
+        BlockingPool::spawn(&pool, run(move || done.send(()).unwrap()));
+        finished.recv().unwrap();
+        pool.shutdown();
+        pool.wait_for_exit();
+    }
+
+    #[test]
+    fn a_refused_start_with_a_busy_thread_queues_the_job_for_it() {
+        let pool = Arc::new(BlockingPool::new(4, Duration::MAX));
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let (done, finished) = std::sync::mpsc::channel();
+        let first = done.clone();
+        BlockingPool::spawn(
+            &pool,
+            run(move || {
+                gate.recv().unwrap();
+                first.send(1).unwrap();
+            }),
+        );
+        // The only thread is busy, so this job asks for a second one, which is refused.
+        BlockingPool::spawn_with(&pool, run(move || done.send(2).unwrap()), refuse);
+        assert_eq!(pool.threads(), 1);
+        release.send(()).unwrap();
+        assert_eq!(finished.recv().unwrap(), 1);
+        assert_eq!(finished.recv().unwrap(), 2);
         pool.shutdown();
         pool.wait_for_exit();
     }
