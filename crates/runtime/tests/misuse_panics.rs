@@ -174,7 +174,7 @@ fn a_zero_interval_period() {
 }
 
 #[test]
-#[should_panic(expected = "Runtime::block_on was called inside another block_on")]
+#[should_panic(expected = "block_on was called inside another block_on")]
 fn a_nested_block_on() {
     let outer = running(1);
     let inner = running(1);
@@ -194,7 +194,7 @@ fn block_on_on_a_worker_thread() {
         .expect("a string message")
         .to_owned();
     assert!(
-        message.contains("Runtime::block_on was called on a runtime worker thread"),
+        message.contains("block_on was called on a runtime worker thread"),
         "{message}"
     );
 }

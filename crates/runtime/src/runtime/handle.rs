@@ -4,9 +4,13 @@ use std::error::Error;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
+use std::pin::pin;
+use std::task::{Context, Poll};
 
 use super::context::{self, ContextGuard};
 use crate::loom::Arc;
+use crate::park::Parker;
+use crate::scheduler::worker;
 use crate::scheduler::Shared;
 use crate::task::Schedule;
 use crate::time::driver::Driver;
@@ -92,6 +96,71 @@ impl Handle {
         join
     }
 
+    /// Runs a blocking closure on the runtime's blocking threads and returns a handle to await
+    /// its result; see [`task::spawn_blocking`](crate::task::spawn_blocking), which calls this
+    /// with the current runtime's handle.
+    ///
+    /// # Panics
+    ///
+    /// If a new blocking thread was needed, the system refused to start it, and no blocking
+    /// thread is left to run the closure.
+    #[track_caller]
+    pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        crate::task::spawn_blocking_on(self.clone(), f)
+    }
+
+    /// Runs `future` to completion on this thread, which sleeps whenever the future is
+    /// pending, with this runtime as the thread's current one. Tasks spawned meanwhile run on
+    /// the worker threads. While it sleeps, the thread also fires timers that come due while
+    /// worker 0 is busy elsewhere.
+    ///
+    /// It works from any thread that is not one of a runtime's workers, for as long as the
+    /// handle lives. Once the [`Runtime`](crate::Runtime) is dropped, tasks spawned from the
+    /// future are cancelled at once and its timers panic when polled, as for any handle.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = escapement::Runtime::new().unwrap();
+    /// let handle = rt.handle().clone();
+    /// let answer = std::thread::spawn(move || handle.block_on(async { 6 * 7 }))
+    ///     .join()
+    ///     .unwrap();
+    /// assert_eq!(answer, 42);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If called on a worker thread of a runtime, or inside another `block_on`: blocking
+    /// there would stall the tasks that thread should run.
+    #[track_caller]
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        assert!(
+            !worker::is_worker_thread(),
+            "block_on was called on a runtime worker thread; \
+             await the future instead of blocking the worker"
+        );
+        let Some(_blocking) = context::enter_blocking() else {
+            panic!("block_on was called inside another block_on");
+        };
+        let _context = context::enter(self.clone());
+        let _active = Active::new(self.driver_arc());
+        let parker = Parker::new(self.driver_arc());
+        let waker = parker.unparker().into_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut future = pin!(future);
+        loop {
+            if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+                return output;
+            }
+            parker.park_standing_in();
+        }
+    }
+
     /// Makes this runtime the current one on this thread until the guard is dropped, so
     /// [`spawn`](crate::spawn), [`sleep`](crate::time::sleep) and the rest work outside the
     /// runtime's own threads.
@@ -169,3 +238,19 @@ impl fmt::Display for TryCurrentError {
 }
 
 impl Error for TryCurrentError {}
+
+/// Counts a `block_on` thread active while it runs (see `crate::park`).
+struct Active(Arc<Driver>);
+
+impl Active {
+    fn new(driver: Arc<Driver>) -> Active {
+        driver.activate();
+        Active(driver)
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        self.0.deactivate();
+    }
+}

@@ -3,16 +3,11 @@
 use std::fmt;
 use std::future::Future;
 use std::io;
-use std::pin::pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use super::{context, Builder, EnterGuard, Handle};
+use super::{Builder, EnterGuard, Handle};
 use crate::loom::thread::JoinHandle as ThreadHandle;
-use crate::loom::Arc;
-use crate::park::Parker;
 use crate::scheduler::worker;
-use crate::time::driver::Driver;
 use crate::JoinHandle;
 
 /// A multi-threaded async runtime with a timer driver.
@@ -60,7 +55,8 @@ impl Runtime {
 
     /// Runs `future` to completion on this thread, which sleeps whenever the future is
     /// pending. Tasks spawned meanwhile run on the worker threads. While it sleeps, the
-    /// thread also fires timers that come due while worker 0 is busy elsewhere.
+    /// thread also fires timers that come due while worker 0 is busy elsewhere. See
+    /// [`Handle::block_on`], which this calls.
     ///
     /// # Panics
     ///
@@ -68,26 +64,7 @@ impl Runtime {
     /// there would stall the tasks that thread should run.
     #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
-        assert!(
-            !worker::is_worker_thread(),
-            "Runtime::block_on was called on a runtime worker thread; \
-             await the future instead of blocking the worker"
-        );
-        let Some(_blocking) = context::enter_blocking() else {
-            panic!("Runtime::block_on was called inside another block_on");
-        };
-        let _context = context::enter(self.handle.clone());
-        let _active = Active::new(self.handle.driver_arc());
-        let parker = Parker::new(self.handle.driver_arc());
-        let waker = parker.unparker().into_waker();
-        let mut cx = Context::from_waker(&waker);
-        let mut future = pin!(future);
-        loop {
-            if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-                return output;
-            }
-            parker.park_standing_in();
-        }
+        self.handle.block_on(future)
     }
 
     /// Spawns a task; see [`Handle::spawn`].
@@ -97,6 +74,17 @@ impl Runtime {
         F::Output: Send + 'static,
     {
         self.handle.spawn(future)
+    }
+
+    /// Runs a blocking closure on the runtime's blocking threads; see
+    /// [`Handle::spawn_blocking`].
+    #[track_caller]
+    pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        self.handle.spawn_blocking(f)
     }
 
     /// A snapshot of the runtime's timer metrics; see [`RuntimeMetrics`].
@@ -149,22 +137,6 @@ impl Runtime {
         shared.driver.shutdown();
         // Idle blocking threads exit now, busy ones once the closures queued have run.
         shared.blocking.shutdown();
-    }
-}
-
-/// Counts a `block_on` thread active while it runs (see `crate::park`).
-struct Active(Arc<Driver>);
-
-impl Active {
-    fn new(driver: Arc<Driver>) -> Active {
-        driver.activate();
-        Active(driver)
-    }
-}
-
-impl Drop for Active {
-    fn drop(&mut self) {
-        self.0.deactivate();
     }
 }
 

@@ -46,7 +46,16 @@ where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
-    let handle = Handle::current_for("escapement::task::spawn_blocking");
+    spawn_blocking_on(Handle::current_for("escapement::task::spawn_blocking"), f)
+}
+
+/// [`spawn_blocking`] on the runtime `handle` names.
+#[track_caller]
+pub(crate) fn spawn_blocking_on<F, R>(handle: Handle, f: F) -> JoinHandle<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
     let id = handle.shared.owned.next_id();
     let scheduler = BlockingSchedule { handle };
     // Busy from now until `f` returns, so a paused clock waits for it.

@@ -19,7 +19,7 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 pub use blocking::spawn_blocking;
-pub(crate) use blocking::BlockingJob;
+pub(crate) use blocking::{spawn_blocking_on, BlockingJob};
 pub use error::JoinError;
 pub use join::JoinHandle;
 pub(crate) use pool::{BlockingPool, Job};
