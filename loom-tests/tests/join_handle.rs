@@ -1,7 +1,8 @@
-//! Model 7: a task's completion, `abort`, and its `JoinHandle`'s poll and drop race each
-//! other. The output is read or dropped exactly once, the future is dropped exactly once, a
-//! joiner waiting on `Pending` is woken, and nothing leaks (loom reports any `Arc` left
-//! alive at the end of an execution, and the task holds one).
+//! Model 7: a task's completion, `abort` (through its `JoinHandle` or an `AbortHandle`), and
+//! its `JoinHandle`'s poll and drop race each other. The output is read or dropped exactly
+//! once, the future is dropped exactly once, a joiner waiting on `Pending` is woken, and
+//! nothing leaks (loom reports any `Arc` left alive at the end of an execution, and the task
+//! holds one).
 #![cfg(loom)]
 
 use std::future::Future;
@@ -159,6 +160,32 @@ fn abort_racing_join_handle_drop_racing_completion() {
             handle.abort();
             drop(handle);
         });
+        aborter.join().unwrap();
+        runner.join().unwrap();
+        run_all(&tasks);
+        assert_eq!(counts.future.load(Ordering::SeqCst), 1);
+        assert!(counts.output.load(Ordering::SeqCst) <= 1);
+        tasks.shutdown();
+    });
+}
+
+/// An `AbortHandle` holds its own reference: aborting through it and dropping it on one
+/// thread, while the `JoinHandle` is dropped on another and the task completes, frees the task
+/// once, after its last user.
+#[test]
+fn abort_handle_racing_join_handle_drop_racing_completion() {
+    loom::model(|| {
+        let tasks = Tasks::new();
+        let (handle, counts) = spawn(&tasks);
+        let abort = handle.abort_handle();
+        let runner = spawn_runner(&tasks);
+        let aborter = thread::spawn(move || {
+            abort.abort();
+            let finished = abort.is_finished();
+            drop(abort);
+            finished
+        });
+        drop(handle);
         aborter.join().unwrap();
         runner.join().unwrap();
         run_all(&tasks);

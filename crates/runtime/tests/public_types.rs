@@ -7,6 +7,7 @@ use std::error::Error;
 use std::fmt::Debug;
 use std::future::Ready;
 
+use escapement::task::{AbortHandle, JoinSet};
 use escapement::time::error::Elapsed;
 use escapement::time::{Advance, Instant, Interval, MissedTickBehavior, Sleep, Timeout};
 use escapement::{Builder, EnterGuard, Handle, JoinError, JoinHandle, Runtime, TryCurrentError};
@@ -25,6 +26,8 @@ fn auto_traits_match_tokio() {
     send_sync::<Timeout<Ready<()>>>();
     send_sync::<Interval>();
     send_sync::<JoinHandle<String>>();
+    send_sync::<JoinSet<String>>();
+    send_sync::<AbortHandle>();
     send_sync::<JoinError>();
     send_sync::<Elapsed>();
     send_sync::<Instant>();
@@ -32,6 +35,7 @@ fn auto_traits_match_tokio() {
     unpin::<Interval>();
     unpin::<JoinHandle<()>>();
     unpin::<Instant>();
+    unpin::<JoinSet<()>>();
 }
 
 #[test]
@@ -48,6 +52,8 @@ fn every_public_type_is_debug() {
     debug::<Builder>();
     debug::<EnterGuard<'static>>();
     debug::<JoinHandle<()>>();
+    debug::<JoinSet<()>>();
+    debug::<AbortHandle>();
     debug::<JoinError>();
     debug::<TryCurrentError>();
     debug::<Sleep>();

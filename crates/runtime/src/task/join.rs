@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::ptr::NonNull;
 use std::task::{Context, Poll};
 
+use super::abort::AbortHandle;
 use super::error::JoinError;
 use super::raw::Header;
 
@@ -68,16 +69,40 @@ impl<T> JoinHandle<T> {
     /// already finished keeps its output. The task is dropped by a worker, soon after this
     /// returns, not by this call.
     pub fn abort(&self) {
-        let header = self.header();
-        if header.state.transition_to_notified_and_cancel() {
-            // SAFETY: the transition took a reference for the `Notified`.
-            unsafe { (header.vtable.schedule)(self.header) };
-        }
+        // SAFETY: the handle's reference keeps the task alive for the call.
+        unsafe { abort(self.header) };
+    }
+
+    /// A handle that can cancel the task but not await it; it may outlive this one.
+    pub fn abort_handle(&self) -> AbortHandle {
+        self.header().state.ref_inc();
+        // SAFETY: the task is alive (this handle holds a reference), and the new handle gets
+        // the reference just taken.
+        unsafe { AbortHandle::new(self.header) }
     }
 
     /// Whether the task has finished: completed, panicked or been cancelled.
     pub fn is_finished(&self) -> bool {
         self.header().state.load().is_complete()
+    }
+
+    /// The task's id, as [`JoinError::task_id`] reports it: unique among the runtime's tasks.
+    pub fn id(&self) -> u64 {
+        self.header().id
+    }
+}
+
+/// Cancels the task `header` names; see [`JoinHandle::abort`].
+///
+/// # Safety
+///
+/// The task is alive for the call: the caller holds a reference to it.
+pub(crate) unsafe fn abort(header: NonNull<Header>) {
+    // SAFETY: the caller keeps the task alive.
+    let task = unsafe { header.as_ref() };
+    if task.state.transition_to_notified_and_cancel() {
+        // SAFETY: the transition took a reference for the `Notified`.
+        unsafe { (task.vtable.schedule)(header) };
     }
 }
 

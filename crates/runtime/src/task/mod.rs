@@ -2,10 +2,12 @@
 //!
 //! The design note of the state machine is in `state.rs`, that of the memory in `raw.rs`.
 
+mod abort;
 mod blocking;
 mod error;
 mod harness;
 mod join;
+mod join_set;
 pub(crate) mod list;
 mod pool;
 mod raw;
@@ -18,10 +20,12 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
+pub use abort::AbortHandle;
 pub use blocking::spawn_blocking;
 pub(crate) use blocking::{spawn_blocking_on, BlockingJob};
 pub use error::JoinError;
 pub use join::JoinHandle;
+pub use join_set::JoinSet;
 pub(crate) use pool::{BlockingPool, Job};
 pub use yield_now::yield_now;
 

@@ -1,0 +1,231 @@
+//! [`JoinSet`]: a set of spawned tasks, awaited in the order they finish.
+//!
+//! The set is a `FuturesUnordered` of join handles: each handle wakes only its own entry, so
+//! `join_next` polls the tasks that finished since the last call, not all of them.
+
+use std::fmt;
+use std::future::{poll_fn, Future};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use futures_core::Stream;
+use futures_util::stream::FuturesUnordered;
+
+use super::{AbortHandle, JoinError, JoinHandle};
+use crate::runtime::Handle;
+
+/// A set of tasks spawned on a runtime, whose outputs come back in the order the tasks
+/// finish.
+///
+/// All tasks of a set return the same type `T`. Dropping the set aborts every task still in
+/// it; [`detach_all`](JoinSet::detach_all) lets them run on instead.
+///
+/// # Examples
+///
+/// ```
+/// # escapement::Runtime::new().unwrap().block_on(async {
+/// use escapement::task::JoinSet;
+/// use escapement::time::{sleep, Duration};
+///
+/// let mut set = JoinSet::new();
+/// for i in 0..3u64 {
+///     set.spawn(async move {
+///         sleep(Duration::from_millis(30 - 10 * i)).await;
+///         i
+///     });
+/// }
+/// let mut finished = Vec::new();
+/// while let Some(result) = set.join_next().await {
+///     finished.push(result.unwrap());
+/// }
+/// assert_eq!(finished, [2, 1, 0]);
+/// # });
+/// ```
+pub struct JoinSet<T> {
+    tasks: FuturesUnordered<JoinHandle<T>>,
+}
+
+impl<T> JoinSet<T> {
+    /// An empty set.
+    pub fn new() -> JoinSet<T> {
+        JoinSet {
+            tasks: FuturesUnordered::new(),
+        }
+    }
+
+    /// The tasks in the set: spawned, and not yet returned by a join.
+    pub fn len(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether the set holds no task.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+}
+
+impl<T: Send + 'static> JoinSet<T> {
+    /// Spawns `future` on the current runtime, as [`spawn`](crate::spawn) does, and adds it
+    /// to the set. The returned handle cancels it, and may be dropped.
+    ///
+    /// # Panics
+    ///
+    /// If called outside a runtime.
+    #[track_caller]
+    pub fn spawn<F>(&mut self, future: F) -> AbortHandle
+    where
+        F: Future<Output = T> + Send + 'static,
+    {
+        self.insert(crate::spawn(future))
+    }
+
+    /// Spawns `future` on the runtime `handle` names and adds it to the set.
+    pub fn spawn_on<F>(&mut self, future: F, handle: &Handle) -> AbortHandle
+    where
+        F: Future<Output = T> + Send + 'static,
+    {
+        self.insert(handle.spawn(future))
+    }
+
+    /// Runs `f` on the current runtime's blocking threads, as
+    /// [`spawn_blocking`](crate::task::spawn_blocking) does, and adds it to the set. Aborting
+    /// it (or dropping the set) cancels it only if it has not started.
+    ///
+    /// # Panics
+    ///
+    /// As [`spawn_blocking`](crate::task::spawn_blocking).
+    #[track_caller]
+    pub fn spawn_blocking<F>(&mut self, f: F) -> AbortHandle
+    where
+        F: FnOnce() -> T + Send + 'static,
+    {
+        self.insert(crate::task::spawn_blocking(f))
+    }
+
+    /// Runs `f` on the blocking threads of the runtime `handle` names and adds it to the set.
+    ///
+    /// # Panics
+    ///
+    /// As [`Handle::spawn_blocking`].
+    #[track_caller]
+    pub fn spawn_blocking_on<F>(&mut self, f: F, handle: &Handle) -> AbortHandle
+    where
+        F: FnOnce() -> T + Send + 'static,
+    {
+        self.insert(handle.spawn_blocking(f))
+    }
+
+    fn insert(&mut self, task: JoinHandle<T>) -> AbortHandle {
+        let abort = task.abort_handle();
+        self.tasks.push(task);
+        abort
+    }
+
+    /// Waits for one of the tasks to finish and returns its output, or `None` at once if the
+    /// set is empty. The task leaves the set.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future before it completes leaves every task in the set,
+    /// and no output is lost.
+    pub async fn join_next(&mut self) -> Option<Result<T, JoinError>> {
+        poll_fn(|cx| self.poll_join_next(cx)).await
+    }
+
+    /// The output of a task that has already finished, if any, without waiting; `None` when
+    /// no task has finished (or the set is empty).
+    pub fn try_join_next(&mut self) -> Option<Result<T, JoinError>> {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        match self.poll_join_next(&mut cx) {
+            Poll::Ready(result) => result,
+            Poll::Pending => None,
+        }
+    }
+
+    /// Polls for a finished task: `Ready(Some(output))` for one (which leaves the set),
+    /// `Ready(None)` if the set is empty, and `Pending` otherwise, after arranging for `cx` to
+    /// be woken when a task finishes.
+    pub fn poll_join_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, JoinError>>> {
+        if self.tasks.is_empty() {
+            return Poll::Ready(None);
+        }
+        Pin::new(&mut self.tasks).poll_next(cx)
+    }
+
+    /// Waits for every task and returns their outputs in the order they finished.
+    ///
+    /// # Panics
+    ///
+    /// If a task panicked, its panic resumes here; if a task was cancelled, this panics with
+    /// its [`JoinError`]. Either way the tasks still in the set are aborted (the set is dropped).
+    pub async fn join_all(mut self) -> Vec<T> {
+        let mut outputs = Vec::with_capacity(self.len());
+        while let Some(result) = self.join_next().await {
+            match result {
+                Ok(output) => outputs.push(output),
+                Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+                Err(error) => panic!("a task of the JoinSet failed: {error}"),
+            }
+        }
+        outputs
+    }
+
+    /// Aborts every task and waits until they have all finished, dropping their outputs. The
+    /// set is empty afterwards.
+    pub async fn shutdown(&mut self) {
+        self.abort_all();
+        while self.join_next().await.is_some() {}
+    }
+}
+
+impl<T> JoinSet<T> {
+    /// Aborts every task in the set. They stay in it: a later join returns each, cancelled
+    /// unless it finished first.
+    pub fn abort_all(&mut self) {
+        self.tasks.iter().for_each(JoinHandle::abort);
+    }
+
+    /// Empties the set without aborting its tasks, which run on.
+    pub fn detach_all(&mut self) {
+        self.tasks.clear();
+    }
+}
+
+impl<T> Default for JoinSet<T> {
+    fn default() -> JoinSet<T> {
+        JoinSet::new()
+    }
+}
+
+impl<T> Drop for JoinSet<T> {
+    /// Aborts every task still in the set.
+    fn drop(&mut self) {
+        self.abort_all();
+    }
+}
+
+impl<T> fmt::Debug for JoinSet<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinSet").field("len", &self.len()).finish()
+    }
+}
+
+impl<T, F> FromIterator<F> for JoinSet<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    /// Spawns every future on the current runtime.
+    ///
+    /// # Panics
+    ///
+    /// If called outside a runtime.
+    #[track_caller]
+    fn from_iter<I: IntoIterator<Item = F>>(futures: I) -> JoinSet<T> {
+        let mut set = JoinSet::new();
+        for future in futures {
+            set.spawn(future);
+        }
+        set
+    }
+}

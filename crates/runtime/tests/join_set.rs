@@ -1,0 +1,269 @@
+//! `task::JoinSet` and `task::AbortHandle`: outputs in the order tasks finish, an empty set
+//! answering `None` at once, aborting through the set or through a handle, dropping the set
+//! aborting what is left, `detach_all` letting tasks run on, `shutdown`, `join_all` and the
+//! panic it resumes, `try_join_next`, cancel safety of `join_next`, blocking tasks, spawning
+//! on a handle from outside, and building a set from an iterator.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use escapement::task::{AbortHandle, JoinSet};
+use escapement::time::{sleep, timeout, Duration};
+
+use support::{paused, running, wait_until, DropCounter};
+
+/// A task that sleeps `ms` milliseconds of the paused clock, then returns `value`.
+async fn after(ms: u64, value: u64) -> u64 {
+    sleep(Duration::from_millis(ms)).await;
+    value
+}
+
+#[test]
+fn outputs_come_back_in_the_order_the_tasks_finish() {
+    paused(2).block_on(async {
+        let mut set = JoinSet::new();
+        for (ms, value) in [(30, 3), (10, 1), (20, 2), (40, 4)] {
+            set.spawn(after(ms, value));
+        }
+        assert_eq!(set.len(), 4);
+        let mut order = Vec::new();
+        while let Some(result) = set.join_next().await {
+            order.push(result.expect("no task fails"));
+        }
+        assert_eq!(order, [1, 2, 3, 4]);
+        assert!(set.is_empty());
+        assert!(set.join_next().await.is_none(), "an empty set stays empty");
+    });
+}
+
+#[test]
+fn an_empty_set_answers_none_at_once() {
+    running(1).block_on(async {
+        let mut set = JoinSet::<()>::new();
+        assert!(set.is_empty());
+        assert!(set.join_next().await.is_none());
+        assert!(set.try_join_next().is_none());
+    });
+}
+
+#[test]
+fn abort_all_cancels_the_running_tasks_and_keeps_the_finished_outputs() {
+    paused(1).block_on(async {
+        let mut set = JoinSet::new();
+        set.spawn(async { 7 });
+        set.spawn(after(3_600_000, 0));
+        // The quick task finishes first.
+        assert_eq!(set.join_next().await.unwrap().unwrap(), 7);
+        set.spawn(async { 8 });
+        escapement::task::yield_now().await;
+        sleep(Duration::from_millis(1)).await;
+        set.abort_all();
+        let mut ok = Vec::new();
+        let mut cancelled = 0;
+        while let Some(result) = set.join_next().await {
+            match result {
+                Ok(value) => ok.push(value),
+                Err(error) => {
+                    assert!(error.is_cancelled(), "{error}");
+                    cancelled += 1;
+                }
+            }
+        }
+        assert_eq!(
+            ok,
+            [8],
+            "the task that finished before the abort keeps its output"
+        );
+        assert_eq!(cancelled, 1);
+    });
+}
+
+#[test]
+fn an_abort_handle_cancels_its_task_and_outlives_the_join() {
+    paused(1).block_on(async {
+        let mut set = JoinSet::new();
+        let long: AbortHandle = set.spawn(after(3_600_000, 0));
+        let short = set.spawn(after(1, 1));
+        let long_id = long.id();
+        long.abort();
+        let mut outcomes = Vec::new();
+        while let Some(result) = set.join_next().await {
+            outcomes.push(result.map_err(|error| (error.is_cancelled(), error.task_id())));
+        }
+        outcomes.sort_by_key(|outcome| outcome.is_ok());
+        assert_eq!(outcomes, [Err((true, long_id)), Ok(1)]);
+        // Both tasks are gone from the set; their handles still answer.
+        assert!(long.is_finished() && short.is_finished());
+        short.abort();
+        assert_ne!(short.id(), long_id);
+    });
+}
+
+#[test]
+fn join_handle_abort_handle_and_id() {
+    paused(1).block_on(async {
+        let task = escapement::spawn(after(3_600_000, 0));
+        let abort = task.abort_handle();
+        assert_eq!(abort.id(), task.id());
+        assert!(!abort.is_finished());
+        // The abort handle works from another thread, after the join handle is gone.
+        let id = task.id();
+        drop(task);
+        std::thread::spawn(move || abort.abort()).join().unwrap();
+        let again = escapement::spawn(async { 1 });
+        assert_ne!(again.id(), id);
+        assert_eq!(again.await.unwrap(), 1);
+    });
+}
+
+#[test]
+fn dropping_the_set_aborts_its_tasks() {
+    let rt = running(2);
+    let dropped = Arc::new(AtomicUsize::new(0));
+    rt.block_on(async {
+        let mut set = JoinSet::new();
+        for _ in 0..10 {
+            let guard = DropCounter(dropped.clone());
+            set.spawn(async move {
+                let _guard = guard;
+                sleep(Duration::from_secs(3600)).await;
+            });
+        }
+        drop(set);
+    });
+    wait_until("the aborted tasks to drop their futures", || {
+        dropped.load(Ordering::SeqCst) == 10
+    });
+}
+
+#[test]
+fn detach_all_lets_the_tasks_run_on() {
+    let rt = running(2);
+    let finished = Arc::new(AtomicUsize::new(0));
+    rt.block_on(async {
+        let mut set = JoinSet::new();
+        for _ in 0..10 {
+            let finished = finished.clone();
+            set.spawn(async move {
+                sleep(Duration::from_millis(5)).await;
+                finished.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        set.detach_all();
+        assert!(set.is_empty());
+        drop(set);
+    });
+    wait_until("the detached tasks to finish", || {
+        finished.load(Ordering::SeqCst) == 10
+    });
+}
+
+#[test]
+fn shutdown_aborts_and_waits_for_every_task() {
+    paused(2).block_on(async {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let mut set = JoinSet::new();
+        for _ in 0..5 {
+            let guard = DropCounter(dropped.clone());
+            set.spawn(async move {
+                let _guard = guard;
+                sleep(Duration::from_secs(3600)).await;
+            });
+        }
+        set.shutdown().await;
+        assert!(set.is_empty());
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            5,
+            "every future was dropped"
+        );
+    });
+}
+
+#[test]
+fn join_all_returns_the_outputs_in_finishing_order() {
+    paused(2).block_on(async {
+        let set: JoinSet<u64> = [after(20, 2), after(10, 1), after(30, 3)]
+            .into_iter()
+            .collect();
+        assert_eq!(set.join_all().await, [1, 2, 3]);
+    });
+}
+
+#[test]
+fn join_all_resumes_a_tasks_panic_and_aborts_the_rest() {
+    let rt = paused(1);
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let guard = DropCounter(dropped.clone());
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rt.block_on(async move {
+            let mut set = JoinSet::new();
+            set.spawn(async move {
+                let _guard = guard;
+                sleep(Duration::from_secs(3600)).await;
+            });
+            set.spawn(async { panic!("a task of the set panicked") });
+            set.join_all().await;
+        })
+    }));
+    let payload = outcome.expect_err("join_all resumes the panic");
+    assert_eq!(
+        payload.downcast_ref::<&str>().copied(),
+        Some("a task of the set panicked")
+    );
+    wait_until("the other task to be aborted", || {
+        dropped.load(Ordering::SeqCst) == 1
+    });
+}
+
+#[test]
+fn try_join_next_returns_only_finished_tasks() {
+    running(1).block_on(async {
+        let mut set = JoinSet::new();
+        let (release, gate) = futures::channel::oneshot::channel::<()>();
+        set.spawn(async move {
+            gate.await.unwrap();
+            5
+        });
+        assert!(set.try_join_next().is_none(), "the task waits on the gate");
+        release.send(()).unwrap();
+        let value = loop {
+            if let Some(result) = set.try_join_next() {
+                break result.unwrap();
+            }
+            sleep(Duration::from_millis(1)).await;
+        };
+        assert_eq!(value, 5);
+        assert!(set.is_empty());
+    });
+}
+
+#[test]
+fn join_next_is_cancel_safe() {
+    paused(1).block_on(async {
+        let mut set = JoinSet::new();
+        set.spawn(after(50, 9));
+        // Give up waiting before the task finishes: the task stays in the set.
+        assert!(timeout(Duration::from_millis(10), set.join_next())
+            .await
+            .is_err());
+        assert_eq!(set.len(), 1);
+        assert_eq!(set.join_next().await.unwrap().unwrap(), 9);
+    });
+}
+
+#[test]
+fn blocking_tasks_and_tasks_on_a_handle_from_outside() {
+    let rt = running(1);
+    let mut set = JoinSet::new();
+    set.spawn_on(async { 1 }, rt.handle());
+    set.spawn_blocking_on(|| 2, rt.handle());
+    let mut values = rt.block_on(async move {
+        set.spawn_blocking(|| 3);
+        set.join_all().await
+    });
+    values.sort_unstable();
+    assert_eq!(values, [1, 2, 3]);
+}
