@@ -20,6 +20,7 @@ models=(
     "09-stand-in-marks-worker0-awake overdue_handoff"
     "10-blocking-spawn-never-notifies blocking_pool"
     "11-blocking-thread-exits-before-the-queue-is-empty blocking_pool"
+    "12-abort-handle-takes-no-reference join_handle"
 )
 
 export RUSTFLAGS="--cfg loom"
