@@ -1,7 +1,8 @@
 //! The public types have the auto traits and impls that tokio's counterparts have, so code
 //! moves between the two: the futures and handles are `Send` (and `Sync` where tokio's are),
-//! `Interval` and `JoinHandle` are `Unpin`, errors are `Send + Sync + 'static` errors, and
-//! every public type implements `Debug`. Checked at compile time; the test only has to build.
+//! `Interval` and `JoinHandle` are `Unpin`, `EnterGuard` is neither `Send` nor `Sync`, errors
+//! are `Send + Sync + 'static` errors, and every public type implements `Debug`. Checked at
+//! compile time; the test only has to build.
 
 use std::error::Error;
 use std::fmt::Debug;
@@ -36,6 +37,29 @@ fn auto_traits_match_tokio() {
     unpin::<JoinHandle<()>>();
     unpin::<Instant>();
     unpin::<JoinSet<()>>();
+}
+
+/// Compiles only while `T` is not `Send`: were it `Send`, both impls would apply and the
+/// call below could not pick one.
+trait NotSend<Which> {
+    fn check() {}
+}
+impl<T: ?Sized> NotSend<()> for T {}
+impl<T: ?Sized + Send> NotSend<u8> for T {}
+
+/// As `NotSend`, for `Sync`.
+trait NotSync<Which> {
+    fn check() {}
+}
+impl<T: ?Sized> NotSync<()> for T {}
+impl<T: ?Sized + Sync> NotSync<u8> for T {}
+
+#[test]
+fn an_enter_guard_stays_on_its_thread() {
+    // As tokio's: a guard sent away or held across an `.await` in a task would change the
+    // context of whatever thread it ends up on.
+    <EnterGuard<'static> as NotSend<_>>::check();
+    <EnterGuard<'static> as NotSync<_>>::check();
 }
 
 #[test]

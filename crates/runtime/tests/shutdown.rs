@@ -2,7 +2,9 @@
 //! join handles report cancellation, nothing they held leaks), wakes the sleeps held outside
 //! its tasks, and refuses later spawns; a `Sleep` polled after its runtime shut down panics
 //! (as `Sleep`'s docs say) unless it had already fired; `shutdown_timeout` returns after
-//! about its timeout when a task is blocked in `std::thread::sleep`. (Tasks holding armed
+//! about its timeout when a task is blocked in `std::thread::sleep`; the tasks it cancels are
+//! dropped inside its context; dropped on a worker of another runtime, it still waits for its
+//! own busy workers. (Tasks holding armed
 //! timers at shutdown are `task_drop_in_place.rs` and `shutdown_many_timers.rs`.)
 
 mod support;
@@ -161,6 +163,64 @@ fn a_task_spawned_during_shutdown_does_not_hang_it() {
         drop(rt);
         assert!(start.elapsed() < Duration::from_secs(20), "shutdown hung");
     }
+}
+
+/// On drop, records what the runtime context offered: a handle, and a spawn through it.
+struct ContextProbe(Arc<Mutex<Option<(bool, bool)>>>);
+
+impl Drop for ContextProbe {
+    fn drop(&mut self) {
+        let current = Handle::try_current().is_ok();
+        // A spawn during shutdown is cancelled at once; it must not panic.
+        let cancelled = futures::executor::block_on(escapement::spawn(async {}))
+            .is_err_and(|error| error.is_cancelled());
+        *self.0.lock().unwrap() = Some((current, cancelled));
+    }
+}
+
+#[test]
+fn tasks_cancelled_by_the_drop_of_the_runtime_drop_inside_its_context() {
+    for workers in [1, 2] {
+        let rt = running(workers);
+        let seen = Arc::new(Mutex::new(None));
+        let probe = ContextProbe(seen.clone());
+        let (started, running_now) = std::sync::mpsc::channel();
+        drop(rt.spawn(async move {
+            let _probe = probe;
+            started.send(()).unwrap();
+            pending::<()>().await;
+        }));
+        running_now.recv().unwrap();
+        drop(rt);
+        assert_eq!(
+            *seen.lock().unwrap(),
+            Some((true, true)),
+            "(a runtime was current, a spawn there was cancelled)"
+        );
+    }
+}
+
+#[test]
+fn dropping_a_runtime_on_another_runtimes_worker_waits_for_its_busy_workers() {
+    let (outer, inner) = (running(1), running(1));
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let guard = DropCounter(dropped.clone());
+    let (started, busy) = std::sync::mpsc::channel();
+    drop(inner.spawn(async move {
+        let _guard = guard;
+        started.send(()).unwrap();
+        // Busy in one poll while the runtime is dropped elsewhere.
+        std::thread::sleep(Duration::from_millis(200));
+        pending::<()>().await;
+    }));
+    busy.recv().unwrap();
+    let seen = outer
+        .block_on(outer.spawn(async move {
+            drop(inner);
+            dropped.load(Ordering::SeqCst)
+        }))
+        .expect("the task returns");
+    assert_eq!(seen, 1, "the drop waited for the busy worker and cancelled its task");
 }
 
 #[test]

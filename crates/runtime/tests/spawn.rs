@@ -1,8 +1,8 @@
 //! Spawning and the runtime context: `escapement::spawn`, `Runtime::spawn` and
 //! `Handle::spawn` from `block_on`, tasks and other threads; tasks spawning tasks; many tasks
 //! on 1 and 4 workers; `Handle::current`, `Handle::try_current` and `Handle::enter` (nested
-//! guards restore the previous runtime); `task::yield_now` letting other tasks run; and the
-//! worker thread names.
+//! guards restore the previous runtime, guards dropped out of order panic); `task::yield_now`
+//! letting other tasks run; and the worker thread names.
 
 mod support;
 
@@ -183,6 +183,15 @@ fn nested_enter_guards_restore_the_previous_runtime() {
         assert_eq!(current_runtime_name(), "inner");
     }
     assert_eq!(current_runtime_name(), "outer", "the outer one is back");
+}
+
+#[test]
+#[should_panic(expected = "EnterGuard values dropped out of order")]
+fn enter_guards_dropped_out_of_order_panic() {
+    let (first, second) = (running(1), running(1));
+    let first_guard = first.enter();
+    let _second_guard = second.enter();
+    drop(first_guard);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The runtime a thread is in: set by worker threads, `block_on` and `Handle::enter`.
 
 use std::cell::{Cell, RefCell};
+use std::marker::PhantomData;
 
 use super::Handle;
 use crate::loom::thread_local_const;
@@ -8,6 +9,12 @@ use crate::loom::thread_local_const;
 thread_local_const! {
     /// The handle of the runtime the thread is in.
     static CURRENT: RefCell<Option<Handle>> = RefCell::new(None);
+}
+
+thread_local_const! {
+    /// How many context guards the thread holds, so each can check it is the innermost when
+    /// it drops.
+    static DEPTH: Cell<usize> = Cell::new(0);
 }
 
 thread_local_const! {
@@ -23,19 +30,49 @@ pub(crate) fn with_handle<R>(f: impl FnOnce(&Handle) -> R) -> Option<R> {
         .flatten()
 }
 
-/// Makes `handle` current until the guard drops, restoring what was current before.
+/// Makes `handle` current until the guard drops, restoring what was current before. Guards
+/// nest: they must be dropped in the reverse order they were made, on the thread that made
+/// them (the guard is neither `Send` nor `Sync`).
 pub(crate) fn enter(handle: Handle) -> ContextGuard {
     let previous = CURRENT.with(|current| current.replace(Some(handle)));
-    ContextGuard { previous }
+    let depth = DEPTH.with(|depth| {
+        depth.set(depth.get() + 1);
+        depth.get()
+    });
+    ContextGuard {
+        previous,
+        depth,
+        _not_send: PhantomData,
+    }
 }
 
 /// Restores the previously current runtime.
 pub(crate) struct ContextGuard {
     previous: Option<Handle>,
+    /// The thread's guard count once this one was made: its place in the nesting.
+    depth: usize,
+    /// The guard belongs to the thread whose context it changed.
+    _not_send: PhantomData<*const ()>,
 }
 
 impl Drop for ContextGuard {
     fn drop(&mut self) {
+        let innermost = DEPTH
+            .try_with(|depth| {
+                let innermost = depth.get() == self.depth;
+                if innermost {
+                    depth.set(self.depth - 1);
+                }
+                innermost
+            })
+            // The thread is exiting and its locals are gone: nothing to restore.
+            .unwrap_or(true);
+        if !innermost && !std::thread::panicking() {
+            panic!(
+                "EnterGuard values dropped out of order: a runtime context guard must be \
+                 dropped before the guards made ahead of it"
+            );
+        }
         let previous = self.previous.take();
         let _ = CURRENT.try_with(|current| *current.borrow_mut() = previous);
     }

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::io;
 use std::time::Duration;
 
-use super::{Builder, EnterGuard, Handle};
+use super::{context, Builder, EnterGuard, Handle};
 use crate::loom::thread::JoinHandle as ThreadHandle;
 use crate::scheduler::worker;
 use crate::JoinHandle;
@@ -121,7 +121,7 @@ impl Runtime {
         }
         shared.begin_shutdown();
         // A runtime dropped on one of its own workers cannot wait for that worker.
-        let timeout = if worker::is_worker_thread() {
+        let timeout = if worker::is_worker_of(shared) {
             Some(Duration::ZERO)
         } else {
             timeout
@@ -132,6 +132,9 @@ impl Runtime {
                 let _ = thread.join();
             }
         }
+        // Inside the runtime's context, so what a task's future does as it is dropped
+        // (spawn, read the handle, make a timer) finds its runtime, as on a worker.
+        let _context = context::enter(self.handle.clone());
         shared.owned.close_and_shutdown_all();
         shared.drain_injector();
         shared.driver.shutdown();

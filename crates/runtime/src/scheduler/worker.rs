@@ -82,6 +82,18 @@ pub(crate) fn push_local(shared: &Shared, task: Task) -> Result<(), Task> {
     }
 }
 
+/// Whether this thread is one of the workers of the runtime `shared` belongs to.
+pub(crate) fn is_worker_of(shared: &Shared) -> bool {
+    LOCAL
+        .try_with(|local| {
+            local
+                .borrow()
+                .as_ref()
+                .is_some_and(|local| std::ptr::eq(local.shared, shared))
+        })
+        .unwrap_or(false)
+}
+
 /// Whether this thread is a worker of any runtime.
 pub(crate) fn is_worker_thread() -> bool {
     LOCAL

@@ -92,13 +92,15 @@ impl<S: Schedule> OwnedTasks<S> {
 
     /// Closes the list and cancels every task in it: idle tasks are dropped here, running
     /// ones by their worker when their poll returns.
+    ///
+    /// Every shard is closed before the first task is cancelled, so a task spawned while a
+    /// cancelled future drops is cancelled at once, whichever shard it lands in.
     pub(crate) fn close_and_shutdown_all(&self) {
         for shard in self.shards.iter() {
-            let tasks: Vec<Task<S>> = {
-                let mut shard = shard.lock();
-                shard.closed = true;
-                shard.tasks.drain().collect()
-            };
+            shard.lock().closed = true;
+        }
+        for shard in self.shards.iter() {
+            let tasks: Vec<Task<S>> = shard.lock().tasks.drain().collect();
             for task in tasks {
                 task.shutdown();
             }
