@@ -2,10 +2,12 @@
 //! the clock jumps to that timer. A day-long sleep under `start_paused` finishes at once (a
 //! generous real-time bound) on 1 and several workers, taking exactly a day of paused time;
 //! the clock never jumps past an earlier timer; it does not jump while a task is busy or the
-//! `block_on` thread is blocked; and it works after `pause()` in a running runtime.
+//! `block_on` thread is blocked; it works after `pause()` in a running runtime; and a runtime
+//! whose last timer was cancelled sleeps instead of looking for a jump.
 
 mod support;
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -199,4 +201,38 @@ fn auto_advance_works_after_pause_in_a_running_runtime() {
         });
         assert!(real.elapsed() < AT_ONCE);
     }
+}
+
+/// A future a plain thread completes after `after`, so every thread of the runtime is idle
+/// meanwhile with no timer to jump to.
+fn completed_from_outside(after: Duration) -> futures::channel::oneshot::Receiver<()> {
+    let (done, finished) = futures::channel::oneshot::channel();
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        let _ = done.send(());
+    });
+    finished
+}
+
+#[test]
+fn a_cancelled_last_timer_leaves_worker_0_asleep_not_spinning() {
+    paused(1).block_on(async {
+        // Register a timer on the driver, then cancel it: the wheel is empty again.
+        let mut timer = Box::pin(sleep(Duration::from_secs(3600)));
+        std::future::poll_fn(|cx| {
+            assert!(timer.as_mut().poll(cx).is_pending());
+            std::task::Poll::Ready(())
+        })
+        .await;
+        drop(timer);
+        let metrics = escapement::Handle::current().metrics();
+        let before = metrics.driver_wakeups();
+        completed_from_outside(Duration::from_millis(300))
+            .await
+            .unwrap();
+        let wakeups = escapement::Handle::current().metrics().driver_wakeups() - before;
+        // A worker 0 that took the cancelled timer for one to jump to woke hundreds of
+        // thousands of times here.
+        assert!(wakeups < 100, "worker 0 woke {wakeups} times while idle");
+    });
 }

@@ -2,7 +2,8 @@
 //! is frozen and `Instant::now` reads it; `advance(d)` moves it by exactly `d` (to the
 //! nanosecond) and, before it completes, fires every timer due by then and wakes its waker
 //! (checked with counting wakers registered from tasks on 4 workers); `pause` mid-run
-//! freezes on a tick boundary and `resume` lets the clock run on from where it stood. (An
+//! freezes on a tick boundary and `resume` lets the clock run on from where it stood, with a
+//! timer worker 0 was already sleeping toward firing at its new instant. (An
 //! `advance` racing worker 0's own timer processing is `paused_advance_race.rs`.)
 
 mod support;
@@ -216,6 +217,32 @@ fn resume_lets_the_clock_run_on_from_where_it_stood() {
         std::thread::sleep(Duration::from_millis(3));
         assert_eq!(Instant::now(), paused_again);
         time::resume();
+    });
+}
+
+/// Worker 0 sleeps toward a timer on the real clock; a pause, an advance and a resume then move
+/// the runtime's clock ahead of the system's, so the timer is due sooner in real time than
+/// worker 0 last planned. It must wake for the new instant, not the old one.
+#[test]
+fn a_timer_armed_before_pause_advance_resume_fires_at_its_new_instant() {
+    let rt = running(2);
+    rt.block_on(async {
+        let deadline = Instant::now() + Duration::from_millis(1_000);
+        let timer = escapement::spawn(sleep_until(deadline));
+        // Long enough for worker 0 to park toward the timer.
+        std::thread::sleep(Duration::from_millis(50));
+        time::pause();
+        time::advance(Duration::from_millis(500)).await;
+        time::resume();
+        let left = deadline.saturating_duration_since(Instant::now());
+        let real = std::time::Instant::now();
+        timer.await.expect("the sleep completes");
+        let waited = real.elapsed();
+        // About 450 ms are left; a worker 0 that kept its old plan would wait about 950 ms.
+        assert!(
+            waited < left + Duration::from_millis(300),
+            "{left:?} were left, the timer fired after {waited:?}"
+        );
     });
 }
 

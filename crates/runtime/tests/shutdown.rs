@@ -1,10 +1,10 @@
 //! Shutting a runtime down: dropping it cancels every task (their futures are dropped, their
 //! join handles report cancellation, nothing they held leaks), wakes the sleeps held outside
-//! its tasks, and refuses later spawns; a `Sleep` polled after its runtime shut down panics
-//! (as `Sleep`'s docs say) unless it had already fired; `shutdown_timeout` returns after
-//! about its timeout when a task is blocked in `std::thread::sleep`; the tasks it cancels are
-//! dropped inside its context; dropped on a worker of another runtime, it still waits for its
-//! own busy workers. (Tasks holding armed
+//! its tasks, and refuses later spawns; a `Sleep` polled after its runtime shut down panics (as
+//! `Sleep`'s docs say) unless it had already fired, and so do a `Timeout` and an `Interval`
+//! waiting on one; `shutdown_timeout` returns after about its timeout when a task is blocked in
+//! `std::thread::sleep`; the tasks it cancels are dropped inside its context; dropped on a
+//! worker of another runtime, it still waits for its own busy workers. (Tasks holding armed
 //! timers at shutdown are `task_drop_in_place.rs` and `shutdown_many_timers.rs`.)
 
 mod support;
@@ -90,6 +90,42 @@ fn polling_a_pending_sleep_after_shutdown_panics() {
     assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Pending);
     drop(rt);
     let _ = poll_once(delay.as_mut(), &waker);
+}
+
+#[test]
+#[should_panic(expected = "polled after the escapement runtime that created it shut down")]
+fn waiting_for_an_interval_tick_after_shutdown_panics() {
+    let rt = running(1);
+    let (_counter, waker) = CountingWaker::waker();
+    let mut ticks = {
+        let _guard = rt.enter();
+        escapement::time::interval(Duration::from_secs(3600))
+    };
+    let mut cx = std::task::Context::from_waker(&waker);
+    assert!(
+        ticks.poll_tick(&mut cx).is_ready(),
+        "the first tick is at once"
+    );
+    assert!(ticks.poll_tick(&mut cx).is_pending());
+    drop(rt);
+    let _ = ticks.poll_tick(&mut cx);
+}
+
+#[test]
+#[should_panic(expected = "polled after the escapement runtime that created it shut down")]
+fn polling_a_pending_timeout_after_shutdown_panics() {
+    let rt = running(1);
+    let (_counter, waker) = CountingWaker::waker();
+    let mut guarded = {
+        let _guard = rt.enter();
+        Box::pin(escapement::time::timeout(
+            Duration::from_secs(60),
+            pending::<()>(),
+        ))
+    };
+    assert!(poll_once(guarded.as_mut(), &waker).is_pending());
+    drop(rt);
+    let _ = poll_once(guarded.as_mut(), &waker);
 }
 
 #[test]
@@ -220,7 +256,10 @@ fn dropping_a_runtime_on_another_runtimes_worker_waits_for_its_busy_workers() {
             dropped.load(Ordering::SeqCst)
         }))
         .expect("the task returns");
-    assert_eq!(seen, 1, "the drop waited for the busy worker and cancelled its task");
+    assert_eq!(
+        seen, 1,
+        "the drop waited for the busy worker and cancelled its task"
+    );
 }
 
 #[test]

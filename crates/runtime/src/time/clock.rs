@@ -57,6 +57,12 @@ impl Clock {
         Instant::from_std(self.inner.lock().now())
     }
 
+    /// Whether the clock was ever paused: until then it is the system clock itself, and a
+    /// runtime instant is the same system instant at every reading.
+    pub(crate) fn ever_paused(&self) -> bool {
+        self.ever_paused.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn is_paused(&self) -> bool {
         self.ever_paused.load(Ordering::Relaxed) && self.inner.lock().running_since.is_none()
     }

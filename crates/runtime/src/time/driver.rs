@@ -526,13 +526,24 @@ impl Driver {
         let mut inner = self.inner.lock();
         let next = inner.wheel.next_expiration();
         inner.sleeping_until = next.unwrap_or(NEVER);
+        // Refreshed here too, not only when timers fire: cancels leave `next_due` early, and
+        // a paused runtime whose last timer was cancelled would otherwise look as if it had
+        // one to auto-advance to, and worker 0 would never block.
+        self.next_due
+            .store(next.unwrap_or(NEVER), Ordering::Relaxed);
         let tick = next?;
         if self.clock.is_paused() {
             return None;
         }
         let at = self.tick_instant(tick);
         let after = at.saturating_duration_since(self.clock.now());
-        Some(Wakeup { tick, at, after })
+        let fixed = !self.clock.ever_paused();
+        Some(Wakeup {
+            tick,
+            at,
+            after,
+            fixed,
+        })
     }
 
     /// Worker 0 is blocking (`true`) or woke (`false`).

@@ -110,6 +110,11 @@ impl MissedTickBehavior {
 ///
 /// Also a [`Stream`](futures_core::Stream) of tick instants.
 ///
+/// # Panics
+///
+/// Waiting for a tick after its runtime shut down panics, as polling a
+/// [`Sleep`](crate::time::Sleep) does (a tick whose timer already fired is still returned).
+///
 /// # Cancel safety
 ///
 /// [`tick`](Interval::tick) is cancel safe: dropping its future loses no tick.

@@ -42,6 +42,10 @@ pub(crate) struct Wakeup {
     pub(crate) tick: u64,
     pub(crate) at: crate::time::Instant,
     pub(crate) after: Duration,
+    /// The tick starts at the same system instant at every park: the clock was never paused.
+    /// Once it has been, each `resume` shifts the runtime's clock against the system's, so a
+    /// timer armed for the tick before may now be off.
+    pub(crate) fixed: bool,
 }
 
 /// Ticks shorter than this get a spin margin (see the module notes).
@@ -157,8 +161,8 @@ impl DriverParker {
         #[cfg(target_os = "linux")]
         let timeout = {
             if let Some(wakeup) = wakeup {
-                self.timer
-                    .arm(wakeup.tick, wakeup.after.saturating_sub(self.spin));
+                let tick = wakeup.fixed.then_some(wakeup.tick);
+                self.timer.arm(tick, wakeup.after.saturating_sub(self.spin));
             }
             None
         };
@@ -268,10 +272,11 @@ mod timerfd {
 
         /// Arms the timer to go off `after` from now, for `tick`, unless it is armed for that
         /// tick already. The clock is `CLOCK_MONOTONIC`, the clock of `std::time::Instant`
-        /// on Linux; every arming for one tick aims at the same instant, so re-arming is
-        /// needed only when the tick changes.
-        pub(super) fn arm(&mut self, tick: u64, after: Duration) {
-            if self.armed == Some(tick) {
+        /// on Linux; while the runtime's clock has never been paused, every arming for one
+        /// tick aims at the same instant, so re-arming is needed only when the tick changes.
+        /// `None` for a tick whose instant may have moved: the timer is armed anew.
+        pub(super) fn arm(&mut self, tick: Option<u64>, after: Duration) {
+            if tick.is_some() && self.armed == tick {
                 return;
             }
             // A zero time would disarm the timer: the smallest wait is a nanosecond.
@@ -291,9 +296,7 @@ mod timerfd {
             let result = unsafe {
                 libc::timerfd_settime(self.fd.as_raw_fd(), 0, &spec, std::ptr::null_mut())
             };
-            if result == 0 {
-                self.armed = Some(tick);
-            }
+            self.armed = tick.filter(|_| result == 0);
         }
 
         /// The timer went off: clears its readiness; the next park arms it again.
@@ -411,6 +414,7 @@ mod tests {
                 tick: u64::from(round),
                 at: crate::time::Instant::from_std(at),
                 after,
+                fixed: true,
             }));
             // The timer went off a margin early and the thread spun the rest of the way (a
             // thread descheduled for longer than the spin's bound may come back late instead,

@@ -86,8 +86,9 @@ pub fn resume() {
 ///
 /// # Panics
 ///
-/// If the clock is not paused, or if called outside a runtime. Both are checked when
-/// `advance` is called, not when it is polled.
+/// If the clock is not paused, or if called outside a runtime: both are checked when
+/// `advance` is called. Polling the returned future panics if the clock was resumed in between
+/// ("the clock was resumed before the advance ran").
 #[track_caller]
 pub fn advance(duration: Duration) -> Advance {
     let handle = Handle::current_for("escapement::time::advance");

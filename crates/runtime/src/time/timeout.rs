@@ -76,6 +76,11 @@ pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::Int
 pin_project! {
     /// The future of [`timeout`] and [`timeout_at`].
     ///
+    /// # Panics
+    ///
+    /// Polled after its runtime shut down while the inner future is still pending, it
+    /// panics, as polling a [`Sleep`] does.
+    ///
     /// # Cancel safety
     ///
     /// Dropping it drops the inner future and cancels the timer.
