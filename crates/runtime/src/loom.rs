@@ -49,6 +49,11 @@ mod imp {
         thread.is_finished()
     }
 
+    /// Whether this thread is unwinding from a panic.
+    pub(crate) fn panicking() -> bool {
+        std::thread::panicking()
+    }
+
     /// A mutual-exclusion lock: `parking_lot`'s, which is small and fast when uncontended.
     pub(crate) type Mutex<T> = parking_lot::Mutex<T>;
     /// A guard of [`Mutex`].
@@ -123,6 +128,11 @@ mod imp {
     /// loom cannot tell; models always wait for their threads.
     pub(crate) fn is_finished<T>(_thread: &thread::JoinHandle<T>) -> bool {
         false
+    }
+
+    /// Whether this thread is unwinding from a panic (loom runs a model on one OS thread).
+    pub(crate) fn panicking() -> bool {
+        std::thread::panicking()
     }
 
     /// loom's mutex with `parking_lot`'s signature.

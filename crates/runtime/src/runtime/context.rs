@@ -67,7 +67,7 @@ impl Drop for ContextGuard {
             })
             // The thread is exiting and its locals are gone: nothing to restore.
             .unwrap_or(true);
-        if !innermost && !std::thread::panicking() {
+        if !innermost && !crate::loom::panicking() {
             panic!(
                 "EnterGuard values dropped out of order: a runtime context guard must be \
                  dropped before the guards made ahead of it"
