@@ -140,8 +140,10 @@ impl Sleep {
     }
 
     /// Moves the deadline, before or after the sleep completed. A deadline in the past
-    /// completes at the next poll. Moving the deadline later than it was does not take the
-    /// driver's lock.
+    /// completes at the next poll; the one exception is a sleep whose old deadline has come
+    /// but which the driver has not fired yet, moved later but still into the past: it stays
+    /// armed and completes when the driver fires it, at the driver's next turn (as in tokio).
+    /// Moving the deadline later than it was does not take the driver's lock.
     ///
     /// # Examples
     ///
