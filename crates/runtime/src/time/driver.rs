@@ -432,6 +432,11 @@ impl Driver {
         let mut fired = 0;
         let mut wakers = WakeList::new();
         loop {
+            if inner.shutdown {
+                // The timers left are `shutdown`'s to close, never to fire; the wheel's tick
+                // is then the end of time it polls at, not a clock reading.
+                return fired;
+            }
             // Another thread may have moved the wheel past our reading of the clock while the
             // lock was free (between batches, or before a stand-in's `try_lock`). The wheel
             // then hands out due timers later than `now_tick`; relinking them there would put
@@ -705,6 +710,37 @@ mod tests {
                 driver.process(driver.tick_instant(tick));
             }
         }
+    }
+
+    #[test]
+    fn processing_during_shutdown_fires_nothing_early() {
+        let driver = paused_driver();
+        // More timers than one batch: shutdown releases the lock between batches, and a waker
+        // of the first batch then processes at tick 5, long before the timers' tick 1000.
+        let stale = StdArc::new(ProcessesAtAStaleTick {
+            driver: StdMutex::new(Some((driver.clone(), 5))),
+        });
+        let stale_waker = Waker::from(stale);
+        let plain = Waker::noop();
+        let mut timers: Vec<Pin<Box<TimerEntry>>> = (0..2 * WAKE_BATCH)
+            .map(|_| {
+                Box::pin(TimerEntry::new(
+                    driver.clone(),
+                    driver.tick_instant(1000),
+                    true,
+                ))
+            })
+            .collect();
+        for (i, timer) in timers.iter_mut().enumerate() {
+            let waker = if i == 0 { &stale_waker } else { plain };
+            assert!(timer
+                .as_mut()
+                .poll_elapsed(&mut Context::from_waker(waker))
+                .is_pending());
+        }
+        driver.shutdown();
+        // None fired: every one was shut down, so none reads as elapsed.
+        assert_eq!(timers.iter().filter(|timer| timer.is_elapsed()).count(), 0);
     }
 
     #[test]
