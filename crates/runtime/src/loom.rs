@@ -37,6 +37,9 @@ pub(crate) use thread_local_const;
 mod imp {
     pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use std::sync::Arc;
+    /// std's `Arc` under its own name in both builds: `Waker::from` (for `std::task::Wake`)
+    /// takes only std's, and what uses it (`JoinSet`) runs in no loom model.
+    pub(crate) use std::sync::Arc as WakeArc;
     pub(crate) use std::thread;
 
     /// The number of CPUs the process may use, at least one.
@@ -119,6 +122,9 @@ mod imp {
     pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use loom::sync::Arc;
     pub(crate) use loom::thread;
+    /// std's `Arc`: `Waker::from` takes only std's, and what uses it (`JoinSet`) runs in no
+    /// loom model.
+    pub(crate) use std::sync::Arc as WakeArc;
 
     /// A fixed two: loom models are small.
     pub(crate) fn available_parallelism() -> usize {

@@ -1,8 +1,9 @@
-//! `task::JoinSet` and `task::AbortHandle`: outputs in the order tasks finish, an empty set
-//! answering `None` at once, aborting through the set or through a handle, dropping the set
-//! aborting what is left, `detach_all` letting tasks run on, `shutdown`, `join_all` and the
-//! panic it resumes, `try_join_next`, cancel safety of `join_next`, blocking tasks, spawning
-//! on a handle from outside, and building a set from an iterator.
+//! `task::JoinSet` and `task::AbortHandle`: outputs in the order tasks finish (also when they
+//! finished before the first join), an empty set answering `None` at once, aborting through the
+//! set or through a handle, dropping the set aborting what is left, `detach_all` letting tasks
+//! run on, `shutdown`, `join_all` and the panic it resumes, `try_join_next`, cancel safety of
+//! `join_next`, blocking tasks, spawning on a handle from outside, and building a set from an
+//! iterator.
 
 mod support;
 
@@ -35,6 +36,23 @@ fn outputs_come_back_in_the_order_the_tasks_finish() {
         assert_eq!(order, [1, 2, 3, 4]);
         assert!(set.is_empty());
         assert!(set.join_next().await.is_none(), "an empty set stays empty");
+    });
+}
+
+#[test]
+fn tasks_that_finished_before_the_first_join_still_come_back_in_finishing_order() {
+    paused(2).block_on(async {
+        let mut set = JoinSet::new();
+        for (ms, value) in [(30, 3), (10, 1), (20, 2)] {
+            set.spawn(after(ms, value));
+        }
+        // All three finish before anything asks.
+        sleep(Duration::from_millis(50)).await;
+        let mut order = Vec::new();
+        while let Some(result) = set.join_next().await {
+            order.push(result.expect("no task fails"));
+        }
+        assert_eq!(order, [1, 2, 3]);
     });
 }
 

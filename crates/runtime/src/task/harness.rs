@@ -87,12 +87,13 @@ where
 
     /// # Safety
     ///
-    /// `dst` points to a `Poll<Result<F::Output, JoinError>>`; the caller is the task's
-    /// `JoinHandle`.
+    /// `dst` points to a `Poll<Result<F::Output, JoinError>>`, or is null (then the waker is
+    /// registered and nothing is read); the caller is the task's `JoinHandle`.
     unsafe fn try_read_output_raw(header: NonNull<Header>, dst: *mut (), waker: &Waker) {
         // SAFETY: the caller holds the join handle's reference.
         let harness = unsafe { Self::from_header(header) };
-        if harness.can_read_output(waker) {
+        // A null `dst` asks only to register the waker: the output stays in the task.
+        if harness.can_read_output(waker) && !dst.is_null() {
             let dst = dst.cast::<Poll<Result<F::Output, JoinError>>>();
             // SAFETY: the caller's contract on `dst`.
             unsafe { *dst = Poll::Ready(harness.take_output()) };

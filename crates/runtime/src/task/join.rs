@@ -5,7 +5,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use super::abort::AbortHandle;
 use super::error::JoinError;
@@ -84,6 +84,16 @@ impl<T> JoinHandle<T> {
     /// Whether the task has finished: completed, panicked or been cancelled.
     pub fn is_finished(&self) -> bool {
         self.header().state.load().is_complete()
+    }
+
+    /// Has `waker` woken when the task finishes, as a pending poll would, without reading the
+    /// output. Returns whether the task has already finished; then `waker` may or may not be
+    /// woken for it.
+    pub(crate) fn register_waker(&self, waker: &Waker) -> bool {
+        let header = self.header();
+        // SAFETY: this is the join handle, and a null destination asks for no output.
+        unsafe { (header.vtable.try_read_output)(self.header, std::ptr::null_mut(), waker) };
+        header.state.load().is_complete()
     }
 
     /// The task's id, as [`JoinError::task_id`] reports it: unique among the runtime's tasks.

@@ -1,18 +1,64 @@
 //! [`JoinSet`]: a set of spawned tasks, awaited in the order they finish.
 //!
-//! The set is a `FuturesUnordered` of join handles: each handle wakes only its own entry, so
-//! `join_next` polls the tasks that finished since the last call, not all of them.
+//! Each task's join handle gets a waker of its own as it joins the set. When the task
+//! finishes, that waker puts the task's key on the set's `finished` queue and wakes whoever
+//! waits in `join_next`, so `join_next` takes tasks in the order they finished and polls only
+//! those. A key may be queued twice (a task that finished as it joined); the second finds its
+//! entry gone and is skipped, and an `id` per entry keeps a reused key from being mistaken
+//! for its earlier task.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Wake, Waker};
 
-use futures_core::Stream;
-use futures_util::stream::FuturesUnordered;
+use slab::Slab;
 
 use super::{AbortHandle, JoinError, JoinHandle};
+use crate::loom::{Mutex, WakeArc};
 use crate::runtime::Handle;
+use crate::sync::AtomicWaker;
+
+/// What the tasks' wakers share with the set.
+struct Finished {
+    /// `(key, id)` of each entry whose task finished, in the order they finished.
+    queue: Mutex<VecDeque<(usize, u64)>>,
+    /// The task waiting in `join_next`, if any.
+    waiter: AtomicWaker,
+}
+
+impl Finished {
+    fn push(&self, key: usize, id: u64) {
+        self.queue.lock().push_back((key, id));
+        if let Some(waiter) = self.waiter.take() {
+            waiter.wake();
+        }
+    }
+}
+
+/// The waker of one task's join handle.
+struct EntryWaker {
+    key: usize,
+    id: u64,
+    finished: WakeArc<Finished>,
+}
+
+impl Wake for EntryWaker {
+    fn wake(self: WakeArc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &WakeArc<Self>) {
+        self.finished.push(self.key, self.id);
+    }
+}
+
+struct Entry<T> {
+    handle: JoinHandle<T>,
+    id: u64,
+    waker: Waker,
+}
 
 /// A set of tasks spawned on a runtime, whose outputs come back in the order the tasks
 /// finish.
@@ -42,25 +88,33 @@ use crate::runtime::Handle;
 /// # });
 /// ```
 pub struct JoinSet<T> {
-    tasks: FuturesUnordered<JoinHandle<T>>,
+    entries: Slab<Entry<T>>,
+    finished: WakeArc<Finished>,
+    /// The id of the next entry.
+    next_id: u64,
 }
 
 impl<T> JoinSet<T> {
     /// An empty set.
     pub fn new() -> JoinSet<T> {
         JoinSet {
-            tasks: FuturesUnordered::new(),
+            entries: Slab::new(),
+            finished: WakeArc::new(Finished {
+                queue: Mutex::new(VecDeque::new()),
+                waiter: AtomicWaker::new(),
+            }),
+            next_id: 0,
         }
     }
 
     /// The tasks in the set: spawned, and not yet returned by a join.
     pub fn len(&self) -> usize {
-        self.tasks.len()
+        self.entries.len()
     }
 
     /// Whether the set holds no task.
     pub fn is_empty(&self) -> bool {
-        self.tasks.is_empty()
+        self.entries.is_empty()
     }
 }
 
@@ -115,9 +169,23 @@ impl<T: Send + 'static> JoinSet<T> {
         self.insert(handle.spawn_blocking(f))
     }
 
-    fn insert(&mut self, task: JoinHandle<T>) -> AbortHandle {
-        let abort = task.abort_handle();
-        self.tasks.push(task);
+    fn insert(&mut self, handle: JoinHandle<T>) -> AbortHandle {
+        let abort = handle.abort_handle();
+        let id = self.next_id;
+        self.next_id += 1;
+        let entry = self.entries.vacant_entry();
+        let key = entry.key();
+        let waker = Waker::from(WakeArc::new(EntryWaker {
+            key,
+            id,
+            finished: self.finished.clone(),
+        }));
+        // Registered now, not at the first `join_next`, so the set learns of each end as it
+        // comes, in order.
+        if handle.register_waker(&waker) {
+            self.finished.push(key, id);
+        }
+        entry.insert(Entry { handle, id, waker });
         abort
     }
 
@@ -146,10 +214,24 @@ impl<T: Send + 'static> JoinSet<T> {
     /// `Ready(None)` if the set is empty, and `Pending` otherwise, after arranging for `cx` to
     /// be woken when a task finishes.
     pub fn poll_join_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, JoinError>>> {
-        if self.tasks.is_empty() {
+        if self.entries.is_empty() {
             return Poll::Ready(None);
         }
-        Pin::new(&mut self.tasks).poll_next(cx)
+        // Before the queue is read, so a task finishing after the read wakes `cx`.
+        self.finished.waiter.register(cx.waker());
+        loop {
+            let Some((key, id)) = self.finished.queue.lock().pop_front() else {
+                return Poll::Pending;
+            };
+            let Some(entry) = self.entries.get_mut(key).filter(|entry| entry.id == id) else {
+                continue;
+            };
+            let mut task_cx = Context::from_waker(&entry.waker);
+            if let Poll::Ready(output) = Pin::new(&mut entry.handle).poll(&mut task_cx) {
+                self.entries.remove(key);
+                return Poll::Ready(Some(output));
+            }
+        }
     }
 
     /// Waits for every task and returns their outputs in the order they finished.
@@ -182,12 +264,15 @@ impl<T> JoinSet<T> {
     /// Aborts every task in the set. They stay in it: a later join returns each, cancelled
     /// unless it finished first.
     pub fn abort_all(&mut self) {
-        self.tasks.iter().for_each(JoinHandle::abort);
+        for (_, entry) in &self.entries {
+            entry.handle.abort();
+        }
     }
 
     /// Empties the set without aborting its tasks, which run on.
     pub fn detach_all(&mut self) {
-        self.tasks.clear();
+        self.entries.clear();
+        self.finished.queue.lock().clear();
     }
 }
 

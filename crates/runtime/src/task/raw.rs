@@ -43,7 +43,8 @@ pub(crate) struct Vtable {
     pub(crate) schedule: unsafe fn(NonNull<Header>),
     /// Frees the cell; the last reference is gone.
     pub(crate) dealloc: unsafe fn(NonNull<Header>),
-    /// `JoinHandle::poll`: writes `Poll<Result<T, JoinError>>` to the pointer if ready.
+    /// `JoinHandle::poll`: writes `Poll<Result<T, JoinError>>` to the pointer if ready; with
+    /// a null pointer, only registers the waker (`JoinHandle::register_waker`).
     pub(crate) try_read_output: unsafe fn(NonNull<Header>, *mut (), &Waker),
     /// `JoinHandle::drop`.
     pub(crate) drop_join_handle: unsafe fn(NonNull<Header>),
