@@ -34,6 +34,49 @@ pub(crate) struct Hierarchy<H> {
     cascades: u64,
 }
 
+/// Walks a chain of nodes taken out of the wheel, unlinking each and handing it on. Dropped
+/// before the end (a callback panicked), it unlinks the rest and hands them to `rest`.
+struct Release<'a, A: Arena, R: FnMut(&mut A, A::Handle)> {
+    arena: &'a mut A,
+    cursor: Option<A::Handle>,
+    rest: R,
+}
+
+impl<'a, A: Arena, R: FnMut(&mut A, A::Handle)> Release<'a, A, R> {
+    fn new(arena: &'a mut A, list: List<A::Handle>, rest: R) -> Self {
+        Release {
+            arena,
+            cursor: list.head,
+            rest,
+        }
+    }
+
+    /// Hands every node to `f`.
+    fn run(mut self, mut f: impl FnMut(&mut A, A::Handle)) {
+        while let Some(h) = self.next() {
+            f(self.arena, h);
+        }
+    }
+
+    /// Unlinks the node at the cursor and moves past it.
+    fn next(&mut self) -> Option<A::Handle> {
+        let h = self.cursor?;
+        let header = self.arena.header_mut(h);
+        self.cursor = header.next.take();
+        header.prev = None;
+        self.arena.set_linked(h, false);
+        Some(h)
+    }
+}
+
+impl<A: Arena, R: FnMut(&mut A, A::Handle)> Drop for Release<'_, A, R> {
+    fn drop(&mut self) {
+        while let Some(h) = self.next() {
+            (self.rest)(self.arena, h);
+        }
+    }
+}
+
 impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
     pub(crate) fn new(now: u64) -> Self {
         let levels: Box<[Level<H>]> = (0..LEVELS).map(|_| Level::new()).collect();
@@ -132,33 +175,26 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
     }
 
     /// Unlinks every node, calling `f` with each after it is unlinked.
+    ///
+    /// Every list is emptied into one chain before `f` sees a node, so the wheel is empty and
+    /// consistent from the first call. If `f` panics, the nodes not yet handed to it are still
+    /// unlinked, each then passed to `rest` instead, and the panic goes on.
     pub(crate) fn drain<A: Arena<Handle = H>>(
         &mut self,
         arena: &mut A,
-        mut f: impl FnMut(&mut A, H),
+        f: impl FnMut(&mut A, H),
+        rest: impl FnMut(&mut A, H),
     ) {
-        let due = self.due.take();
-        Self::release(arena, due, &mut f);
+        let mut all = self.due.take();
         for level in self.levels.iter_mut() {
             while let Some(slot) = level.first_occupied() {
                 let (list, _) = level.take(slot);
-                Self::release(arena, list, &mut f);
+                all.append(arena, list);
             }
         }
         self.occupied = 0;
         self.len = 0;
-    }
-
-    /// Marks every node of a list taken out of the wheel unlinked, calling `f` with each.
-    fn release<A: Arena<Handle = H>>(arena: &mut A, list: List<H>, f: &mut impl FnMut(&mut A, H)) {
-        let mut cursor = list.head;
-        while let Some(h) = cursor {
-            let header = arena.header_mut(h);
-            cursor = header.next.take();
-            header.prev = None;
-            arena.set_linked(h, false);
-            f(arena, h);
-        }
+        Release::new(arena, all, rest).run(f);
     }
 
     /// The first occupied slot: its start, level and index.

@@ -15,6 +15,11 @@
 //!    wheel's drop. Pinning gives the first half; the caller must not drop it early.
 //! 2. A node given to a method of a wheel is either unlinked or linked into that same wheel,
 //!    never into another one.
+//! 3. Calls on one node through different wheels are ordered (happen one after the other, as
+//!    on one thread or under one lock): a node that leaves one wheel and is then looked at
+//!    through another from a second thread, with nothing ordering the two, is a data race
+//!    on its header even though each call meets 1 and 2. Simplest is a node that stays with
+//!    one wheel, as the runtime's timers do.
 //!
 //! Every header is then reached only through the wheel that links it, and through `&mut` of
 //! that wheel for any write, so header accesses are as serialized as the wheel itself (the
@@ -236,8 +241,12 @@ impl<T> IntrusiveWheel<T> {
     }
 
     /// Unlinks every node, handing each to `f` once it is unlinked.
+    ///
+    /// If `f` panics, the wheel is still left empty and every node unlinked; the nodes not
+    /// yet handed to `f` are not handed to it.
     pub fn drain(&mut self, mut f: impl FnMut(NonNull<Node<T>>)) {
-        self.hierarchy.drain(&mut Nodes(PhantomData), |_, h| f(h));
+        self.hierarchy
+            .drain(&mut Nodes(PhantomData), |_, h| f(h), |_, _| {});
     }
 
     /// Unlinks every node, keeping the current tick.
@@ -317,6 +326,39 @@ mod tests {
         }
         assert_eq!(fired, [('a', 100), ('c', 100)]);
         assert!(wheel.is_empty());
+    }
+
+    #[test]
+    fn a_drain_whose_callback_panics_still_unlinks_every_node() {
+        let mut nodes: Vec<_> = (0..3u8).map(|i| Box::pin(Node::new(i))).collect();
+        let mut wheel = IntrusiveWheel::new();
+        for (node, deadline) in nodes.iter().zip([5, 5, 500]) {
+            // SAFETY: the nodes outlive every use; the drain below unlinks them.
+            unsafe { wheel.insert(node.as_ref(), deadline) };
+        }
+        let mut handed = 0;
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            wheel.drain(|_| {
+                handed += 1;
+                panic!("a callback panics on the first node");
+            })
+        }));
+        assert!(outcome.is_err());
+        assert_eq!(handed, 1);
+        assert!(wheel.is_empty());
+        wheel.check_invariants();
+        for node in &nodes {
+            // SAFETY: as above.
+            assert_eq!(unsafe { wheel.deadline(node.as_ref()) }, None, "unlinked");
+        }
+        // Its old neighbour freed, a node unlinked that way joins another wheel without
+        // following a stale link (Miri checks it).
+        drop(nodes.remove(0));
+        let mut other = IntrusiveWheel::new();
+        // SAFETY: as above; `other` is cleared before the nodes go.
+        unsafe { other.insert(nodes[0].as_ref(), 1) };
+        other.check_invariants();
+        other.clear();
     }
 
     #[test]

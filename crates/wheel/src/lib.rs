@@ -3,7 +3,10 @@
 //! The wheel never reads a clock: callers say what tick it is when they [`poll`]. It is exact
 //! (a timer fires at the first poll at or after its deadline, never before), inserts and
 //! cancels in O(1), accepts every `u64` deadline, and crosses idle time in work proportional to
-//! the occupied slots it passes, not to the ticks.
+//! the occupied slots it passes, not to the ticks. (One exception to O(1): a timer inserted
+//! with a deadline already past goes into the due list behind every due timer with an equal
+//! or earlier deadline, and finds its place by walking back from the latest; past deadlines
+//! inserted in descending order cost one step per due timer each.)
 //!
 //! # Design
 //!

@@ -147,4 +147,19 @@ impl<H: Copy + Eq + fmt::Debug> List<H> {
     pub(crate) fn take(&mut self) -> List<H> {
         std::mem::replace(self, List::new())
     }
+
+    /// Links the nodes of `other`, a list taken out of the wheel, after this list's, in O(1).
+    pub(crate) fn append<A: Arena<Handle = H>>(&mut self, arena: &mut A, other: List<H>) {
+        let Some(head) = other.head else {
+            return;
+        };
+        match self.tail {
+            Some(tail) => {
+                arena.header_mut(tail).next = Some(head);
+                arena.header_mut(head).prev = Some(tail);
+            }
+            None => self.head = Some(head),
+        }
+        self.tail = other.tail;
+    }
 }

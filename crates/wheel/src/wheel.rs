@@ -141,10 +141,14 @@ impl<T> Wheel<T> {
     }
 
     /// Removes every pending timer, keeping the current tick. Their keys become stale.
+    ///
+    /// If dropping a value panics, the other values are still dropped (a second panic then
+    /// aborts, as with `Vec`), and the wheel is left empty.
     pub fn clear(&mut self) {
-        self.hierarchy.drain(&mut self.slab, |slab, index| {
+        let free = |slab: &mut Slab<T>, index| {
             slab.free(index);
-        });
+        };
+        self.hierarchy.drain(&mut self.slab, free, free);
     }
 
     /// Wheel cascades so far: how many times a slot of a higher level was emptied into lower

@@ -1,5 +1,5 @@
 //! Deadlines at the edges: each level's range, the top level, `u64::MAX`, the past, and
-//! jumps of the clock over many full rotations.
+//! jumps of the clock over many full rotations; and a `clear` whose value drop panics.
 
 use escapement_wheel::Wheel;
 
@@ -214,4 +214,54 @@ fn stale_keys_stay_stale_after_their_slot_is_reused() {
     wheel.clear();
     assert!(!wheel.contains(third));
     assert!(wheel.is_empty());
+}
+
+/// A value whose drop panics when it is the chosen one, counting the drops of the others.
+struct Bomb {
+    armed: bool,
+    dropped: std::rc::Rc<std::cell::Cell<usize>>,
+}
+
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        self.dropped.set(self.dropped.get() + 1);
+        if self.armed {
+            panic!("a value's drop panics");
+        }
+    }
+}
+
+#[test]
+fn a_clear_whose_value_drop_panics_still_empties_the_wheel() {
+    let dropped = std::rc::Rc::new(std::cell::Cell::new(0));
+    let bomb = |armed| Bomb {
+        armed,
+        dropped: dropped.clone(),
+    };
+    let mut wheel = Wheel::new();
+    let keys = [
+        wheel.insert(5, bomb(true)),
+        wheel.insert(5, bomb(false)),
+        wheel.insert(5, bomb(false)),
+        wheel.insert(900, bomb(false)),
+    ];
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| wheel.clear()));
+    assert!(outcome.is_err());
+    assert_eq!(dropped.get(), 4, "every value was dropped");
+    assert!(wheel.is_empty());
+    wheel.check_invariants();
+    assert!(
+        keys.iter().all(|&key| !wheel.contains(key)),
+        "every key is stale"
+    );
+    // The wheel works on: a new timer fires alone, and the old keys touch nothing.
+    let fresh = wheel.insert(7, bomb(false));
+    for key in keys {
+        assert!(wheel.remove(key).is_none());
+    }
+    let fired: Vec<_> = std::iter::from_fn(|| wheel.poll(100))
+        .map(|(key, deadline, _)| (key, deadline))
+        .collect();
+    assert_eq!(fired, [(fresh, 7)]);
+    wheel.check_invariants();
 }
