@@ -4,7 +4,10 @@
 //! idle: once every worker, every `block_on` thread and every blocking section the runtime
 //! knows of is idle and a timer is pending, worker 0 moves the clock straight to that timer
 //! and fires it (auto-advance; the accounting is in `crate::park`). A test of a day-long
-//! sleep finishes at once, and the same program observes the same instants on every run.
+//! sleep finishes at once, and a program whose tasks are parked when it moves the clock
+//! observes the same instants on every run. (Tasks run on worker threads beside the caller: a
+//! task spawned just before an `advance` may not have reached its first timer yet, so wait
+//! for it, with a channel say, rather than yield.)
 
 use std::fmt;
 use std::future::Future;
