@@ -712,32 +712,40 @@ mod tests {
         }
     }
 
-    #[test]
-    fn processing_during_shutdown_fires_nothing_early() {
-        let driver = paused_driver();
-        // More timers than one batch: shutdown releases the lock between batches, and a waker
-        // of the first batch then processes at tick 5, long before the timers' tick 1000.
-        let stale = StdArc::new(ProcessesAtAStaleTick {
+    /// Two batches of timers registered for `tick`; the first one's waker, when woken, has
+    /// the driver process at tick 5, as a thread with a stale clock reading would.
+    fn two_batches_with_a_stale_processor(
+        driver: &Arc<Driver>,
+        tick: u64,
+    ) -> Vec<Pin<Box<TimerEntry>>> {
+        let stale = Waker::from(StdArc::new(ProcessesAtAStaleTick {
             driver: StdMutex::new(Some((driver.clone(), 5))),
-        });
-        let stale_waker = Waker::from(stale);
-        let plain = Waker::noop();
+        }));
         let mut timers: Vec<Pin<Box<TimerEntry>>> = (0..2 * WAKE_BATCH)
             .map(|_| {
                 Box::pin(TimerEntry::new(
                     driver.clone(),
-                    driver.tick_instant(1000),
+                    driver.tick_instant(tick),
                     true,
                 ))
             })
             .collect();
         for (i, timer) in timers.iter_mut().enumerate() {
-            let waker = if i == 0 { &stale_waker } else { plain };
+            let waker = if i == 0 { &stale } else { Waker::noop() };
             assert!(timer
                 .as_mut()
                 .poll_elapsed(&mut Context::from_waker(waker))
                 .is_pending());
         }
+        timers
+    }
+
+    #[test]
+    fn processing_during_shutdown_fires_nothing_early() {
+        let driver = paused_driver();
+        // Shutdown releases the lock between batches, and a waker of the first batch then
+        // processes at tick 5, long before the timers' tick 1000.
+        let timers = two_batches_with_a_stale_processor(&driver, 1000);
         driver.shutdown();
         // None fired: every one was shut down, so none reads as elapsed.
         assert_eq!(timers.iter().filter(|timer| timer.is_elapsed()).count(), 0);
@@ -746,29 +754,10 @@ mod tests {
     #[test]
     fn processing_behind_the_wheel_still_fires_what_is_due() {
         let driver = paused_driver();
-        // More timers at tick 10 than one batch of wakers, so the first processing releases
-        // the lock with timers still due; a waker of that batch then processes at tick 5.
-        let stale = StdArc::new(ProcessesAtAStaleTick {
-            driver: StdMutex::new(Some((driver.clone(), 5))),
-        });
-        let stale_waker = Waker::from(stale);
+        // The first processing releases the lock with timers still due at tick 10; a waker of
+        // that batch then processes at tick 5.
+        let mut timers = two_batches_with_a_stale_processor(&driver, 10);
         let plain = Waker::noop();
-        let mut timers: Vec<Pin<Box<TimerEntry>>> = (0..2 * WAKE_BATCH)
-            .map(|_| {
-                Box::pin(TimerEntry::new(
-                    driver.clone(),
-                    driver.tick_instant(10),
-                    true,
-                ))
-            })
-            .collect();
-        for (i, timer) in timers.iter_mut().enumerate() {
-            let waker = if i == 0 { &stale_waker } else { plain };
-            assert!(timer
-                .as_mut()
-                .poll_elapsed(&mut Context::from_waker(waker))
-                .is_pending());
-        }
         // Without clamping to the wheel's tick the stale processing relinks the rest forever.
         driver.process(driver.tick_instant(10));
         for timer in &mut timers {
