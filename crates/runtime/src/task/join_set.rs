@@ -69,7 +69,8 @@ struct Entry<T> {
 /// # Examples
 ///
 /// ```
-/// # escapement::Runtime::new().unwrap().block_on(async {
+/// # let rt = escapement::Builder::new().start_paused(true).build().unwrap();
+/// # rt.block_on(async {
 /// use escapement::task::JoinSet;
 /// use escapement::time::{sleep, Duration};
 ///
