@@ -124,10 +124,11 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
         true
     }
 
-    /// Unlinks `h`, which the caller knows is linked.
+    /// Unlinks `h`, which the caller knows is linked. (The keyed wheel hands over taken slots
+    /// after removing them from its queue, when the arena no longer reports them as linked,
+    /// so this cannot assert it.)
     #[inline]
     pub(crate) fn unlink<A: Arena<Handle = H>>(&mut self, arena: &mut A, h: H) {
-        debug_assert!(arena.is_linked(h), "unlinking a node that is not linked");
         let deadline = arena.header(h).deadline;
         if deadline <= self.now {
             self.due.unlink(arena, h);
@@ -149,6 +150,38 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
             Some(h) => Some(arena.header(h).deadline),
             None => self.next_slot().map(|(start, _, _)| start),
         }
+    }
+
+    /// `next_expiration` for a wheel where some linked nodes do not count: the first slot
+    /// holding a node `counts` accepts. Every node in `due` must count. The cost grows with
+    /// the nodes that do not count, which the caller keeps few.
+    pub(crate) fn next_expiration_among<A: Arena<Handle = H>>(
+        &self,
+        arena: &A,
+        counts: impl Fn(&A, H) -> bool,
+    ) -> Option<u64> {
+        if let Some(h) = self.due.head {
+            debug_assert!(counts(arena, h), "a due node does not count");
+            return Some(arena.header(h).deadline);
+        }
+        let mut levels = self.occupied;
+        while levels != 0 {
+            let level = levels.trailing_zeros() as usize;
+            let mut slots = self.levels[level].occupied;
+            while slots != 0 {
+                let slot = slots.trailing_zeros() as usize;
+                let mut cursor = self.levels[level].slots[slot].head;
+                while let Some(h) = cursor {
+                    if counts(arena, h) {
+                        return Some(slot_start(self.now, level, slot));
+                    }
+                    cursor = arena.header(h).next;
+                }
+                slots &= slots - 1;
+            }
+            levels &= levels - 1;
+        }
+        None
     }
 
     /// Advances toward `now` until a node is due, and unlinks and returns the earliest one.

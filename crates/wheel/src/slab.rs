@@ -11,6 +11,19 @@
 //! slot for the list walks of a cascade, which read headers only: with a million timers,
 //! firing them all costs about a fifth more than with the values kept apart
 //! (`docs/benchmarks.md`).
+//!
+//! # Deferred cancels
+//!
+//! Unlinking a cancelled timer writes its two list neighbours. In a slab larger than the cache
+//! those are two random lines, and the stores wait for them to arrive: at a million timers
+//! that was about a third of an insert+cancel pair (`docs/benchmarks.md`). So once the slab
+//! reaches [`DEFER_FROM`] slots (on x86-64, where `core::arch` has a stable prefetch), a cancel takes the value out and makes the
+//! key stale at once, asks the CPU to fetch the neighbours' lines for writing, and parks the
+//! slot in a queue of [`PENDING`] cancels; the unlink happens when the queue is full, by
+//! which time the lines have arrived. Such a slot is *taken*: still linked, but with no
+//! value, unknown to every key, and off the free list until its unlink. The wheel unlinks
+//! every taken slot before anything walks a list or moves time (see `Wheel::poll`), so the
+//! taken state only ever meets inserts, cancels and lookups.
 
 use std::num::NonZeroU32;
 
@@ -19,6 +32,21 @@ use crate::list::{Arena, Header};
 
 /// A slab index plus one, so `Option<Index>` costs no more than an index.
 pub(crate) type Index = NonZeroU32;
+
+/// Cancels whose unlink can wait at once. Eight cancels take longer than a memory access even
+/// at a fast pace (about 100 ns each at a million timers), so the prefetched lines are in the
+/// cache by the time the unlink writes them.
+pub(crate) const PENDING: usize = 8;
+
+/// The slab size from which cancels are deferred, by default: 65,536 slots are 2.5 MiB at
+/// 40 bytes, more than the L2 caches of most machines. Below it the neighbours of a cancelled
+/// timer are usually in the cache already, and deferring would only add work. Other targets
+/// than x86-64 never defer, as there is no stable prefetch there.
+pub(crate) const DEFER_FROM: usize = if cfg!(target_arch = "x86_64") {
+    1 << 16
+} else {
+    usize::MAX
+};
 
 /// One slot: 40 bytes for a `u64` value.
 struct Slot<T> {
@@ -33,6 +61,15 @@ pub(crate) struct Slab<T> {
     slots: Vec<Slot<T>>,
     /// Freed slots, chained through their headers' `next` links.
     free: Option<Index>,
+    /// Taken slots waiting for their unlink, each with whether it goes back on the free list
+    /// (a slot whose generation reached `u32::MAX` is retired instead), oldest at `cursor`
+    /// once the queue is full.
+    pending: [Option<(Index, bool)>; PENDING],
+    cursor: usize,
+    /// Taken slots in `pending`.
+    taken: usize,
+    /// Cancels are deferred once `slots` holds this many slots.
+    defer_from: usize,
 }
 
 impl<T> Slab<T> {
@@ -40,14 +77,24 @@ impl<T> Slab<T> {
         Slab {
             slots: Vec::new(),
             free: None,
+            pending: [None; PENDING],
+            cursor: 0,
+            taken: 0,
+            defer_from: DEFER_FROM,
         }
     }
 
+    /// Room for `capacity` timers, plus the slots that deferred cancels hold back when
+    /// `capacity` is large enough for cancels to be deferred.
     pub(crate) fn with_capacity(capacity: usize) -> Self {
-        Slab {
-            slots: Vec::with_capacity(capacity),
-            free: None,
-        }
+        let mut slab = Slab::new();
+        let extra = if capacity >= slab.defer_from {
+            PENDING
+        } else {
+            0
+        };
+        slab.slots.reserve_exact(capacity.saturating_add(extra));
+        slab
     }
 
     /// Stores `value` in a free slot and returns the slot's index and key.
@@ -96,15 +143,120 @@ impl<T> Slab<T> {
     /// Takes the value out of an occupied, unlinked slot and makes every key to it stale.
     #[inline]
     pub(crate) fn free(&mut self, index: Index) -> T {
+        let (value, reuse) = self.take(index);
+        self.release(index, reuse);
+        value
+    }
+
+    /// Takes the value out of an occupied slot and makes every key to it stale, leaving its
+    /// links alone. Returns the value and whether the slot may be reused.
+    #[inline]
+    fn take(&mut self, index: Index) -> (T, bool) {
         let slot = &mut self.slots[slot_of(index)];
         let value = slot.value.take().expect("freeing an empty slot");
-        // Unlinking cleared the links; a retired slot stays off the free list for good.
-        if slot.generation < u32::MAX {
+        let reuse = slot.generation < u32::MAX;
+        if reuse {
             slot.generation += 1;
-            slot.header.next = self.free;
+        }
+        (value, reuse)
+    }
+
+    /// Puts a slot that `take` emptied, and that is now unlinked, on the free list, unless
+    /// it is retired for good.
+    #[inline]
+    fn release(&mut self, index: Index, reuse: bool) {
+        if reuse {
+            // Unlinking cleared the links; the free list reuses `next`.
+            self.slots[slot_of(index)].header.next = self.free;
             self.free = Some(index);
         }
-        value
+    }
+
+    /// Whether a cancel should be deferred rather than unlink at once.
+    #[inline]
+    pub(crate) fn defers(&self) -> bool {
+        self.slots.len() >= self.defer_from
+    }
+
+    pub(crate) fn set_defer_from(&mut self, slots: usize) {
+        self.defer_from = slots;
+    }
+
+    /// Takes slots waiting for their unlink.
+    #[inline]
+    pub(crate) fn taken(&self) -> usize {
+        self.taken
+    }
+
+    /// Cancels the timer in the occupied, linked slot `index` without unlinking it: takes
+    /// its value, makes its keys stale, prefetches its neighbours and queues it. When the
+    /// queue was full, its oldest slot comes back for the caller to unlink and then hand to
+    /// [`release_taken`](Slab::release_taken).
+    #[inline]
+    pub(crate) fn defer(&mut self, index: Index) -> (T, Option<(Index, bool)>) {
+        let header = &self.slots[slot_of(index)].header;
+        let (prev, next) = (header.prev, header.next);
+        self.prefetch(prev);
+        self.prefetch(next);
+        let (value, reuse) = self.take(index);
+        let oldest = self.pending[self.cursor].replace((index, reuse));
+        self.cursor = (self.cursor + 1) % PENDING;
+        if oldest.is_none() {
+            self.taken += 1;
+        }
+        (value, oldest)
+    }
+
+    /// Removes and returns a queued slot, for the caller to unlink and then hand to
+    /// [`release_taken`](Slab::release_taken).
+    pub(crate) fn pop_taken(&mut self) -> Option<(Index, bool)> {
+        let entry = self.pending.iter_mut().find_map(Option::take)?;
+        self.taken -= 1;
+        Some(entry)
+    }
+
+    /// Hands back a slot from [`defer`](Slab::defer) or [`pop_taken`](Slab::pop_taken)
+    /// once it is unlinked.
+    #[inline]
+    pub(crate) fn release_taken(&mut self, (index, reuse): (Index, bool)) {
+        self.release(index, reuse);
+    }
+
+    /// Whether the slot holds a timer (rather than being free, retired or taken).
+    #[inline]
+    pub(crate) fn is_occupied(&self, index: Index) -> bool {
+        self.slots[slot_of(index)].value.is_some()
+    }
+
+    /// Whether `index` is a taken slot waiting in the queue.
+    fn is_taken(&self, index: Index) -> bool {
+        self.pending.iter().flatten().any(|&(i, _)| i == index)
+    }
+
+    /// Checks the queue of taken slots: its count, and that each is distinct and empty.
+    pub(crate) fn check_taken(&self) {
+        let queued: Vec<Index> = self.pending.iter().flatten().map(|&(i, _)| i).collect();
+        assert_eq!(queued.len(), self.taken, "the taken count is off");
+        for (n, &index) in queued.iter().enumerate() {
+            assert!(!self.is_occupied(index), "a taken slot holds a value");
+            assert!(!queued[..n].contains(&index), "a slot is taken twice");
+        }
+    }
+
+    /// Asks the CPU to fetch the slot `h` names for writing. A hint only: it changes no
+    /// memory and cannot fault, whatever the address.
+    #[inline]
+    fn prefetch(&self, h: Option<Index>) {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        if let Some(slot) = h.and_then(|h| self.slots.get(slot_of(h))) {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
+            // SAFETY: `_mm_prefetch` needs SSE, which every x86-64 CPU has. A prefetch
+            // neither reads nor writes memory as far as the program can tell, and the pointer
+            // comes from a live reference into the slab anyway.
+            unsafe { _mm_prefetch::<_MM_HINT_ET0>(std::ptr::from_ref(slot).cast()) };
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+        let _ = h;
     }
 
     /// The index `key` names, if its timer is still in the slab.
@@ -143,10 +295,10 @@ impl<T> Arena for Slab<T> {
     }
 
     /// Occupancy: `alloc` sets it before the wheel links the timer, `free` clears it after
-    /// the wheel unlinks it, and nothing asks in between.
+    /// the wheel unlinks it, and nothing asks in between. A taken slot is linked too.
     #[inline]
     fn is_linked(&self, h: Index) -> bool {
-        self.slots[slot_of(h)].value.is_some()
+        self.is_occupied(h) || self.is_taken(h)
     }
 
     /// Nothing to record: occupancy stands for linkage (see `is_linked`).

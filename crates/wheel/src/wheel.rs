@@ -58,7 +58,7 @@ impl<T> Wheel<T> {
 
     /// The number of pending timers.
     pub fn len(&self) -> usize {
-        self.hierarchy.len()
+        self.hierarchy.len() - self.slab.taken()
     }
 
     /// Whether no timer is pending.
@@ -84,9 +84,40 @@ impl<T> Wheel<T> {
     #[inline]
     pub fn remove(&mut self, key: TimerKey) -> Option<T> {
         let index = self.slab.lookup(key)?;
+        if self.slab.defers() {
+            return Some(self.remove_deferred(index));
+        }
         // A timer in the slab is always linked.
         self.hierarchy.unlink(&mut self.slab, index);
         Some(self.slab.free(index))
+    }
+
+    /// `remove` in a large wheel: the unlink waits in the slab's queue (see "Deferred
+    /// cancels" in `slab.rs`). Out of line, so the common path of a small wheel stays short.
+    #[inline(never)]
+    fn remove_deferred(&mut self, index: Index) -> T {
+        if self.slab.header(index).deadline <= self.now() {
+            // The due list stays exact: it is walked to keep its order, and read by
+            // `next_expiration` and `poll` without further checks.
+            self.hierarchy.unlink(&mut self.slab, index);
+            return self.slab.free(index);
+        }
+        let (value, oldest) = self.slab.defer(index);
+        if let Some(oldest) = oldest {
+            self.hierarchy.unlink(&mut self.slab, oldest.0);
+            self.slab.release_taken(oldest);
+        }
+        value
+    }
+
+    /// Unlinks every taken slot, so that every linked node holds a timer again.
+    #[cold]
+    #[inline(never)]
+    fn unlink_taken(&mut self) {
+        while let Some(taken) = self.slab.pop_taken() {
+            self.hierarchy.unlink(&mut self.slab, taken.0);
+            self.slab.release_taken(taken);
+        }
     }
 
     /// Moves a pending timer to `deadline`, keeping its key. Returns `false`, and changes
@@ -121,7 +152,14 @@ impl<T> Wheel<T> {
     /// earliest timer: polling at it moves that slot's timers closer (a cascade) without
     /// firing any, and a caller loops until [`poll`](Wheel::poll) returns a timer.
     pub fn next_expiration(&self) -> Option<u64> {
-        self.hierarchy.next_expiration(&self.slab)
+        if self.slab.taken() == 0 {
+            self.hierarchy.next_expiration(&self.slab)
+        } else {
+            // A slot may hold only taken nodes; skip it. There are at most `PENDING` of them,
+            // so this looks at a bounded number of nodes.
+            self.hierarchy
+                .next_expiration_among(&self.slab, |slab, index| slab.is_occupied(index))
+        }
     }
 
     /// Advances the wheel toward tick `now` and removes the earliest timer due at or before
@@ -134,6 +172,9 @@ impl<T> Wheel<T> {
     /// current tick does not move time back.
     #[inline]
     pub fn poll(&mut self, now: u64) -> Option<(TimerKey, u64, T)> {
+        if self.slab.taken() != 0 {
+            self.unlink_taken();
+        }
         let index = self.hierarchy.poll(&mut self.slab, now)?;
         let key = self.slab.key(index);
         let deadline = self.slab.header(index).deadline;
@@ -145,6 +186,7 @@ impl<T> Wheel<T> {
     /// If dropping a value panics, the other values are still dropped (a second panic then
     /// aborts, as with `Vec`), and the wheel is left empty.
     pub fn clear(&mut self) {
+        self.unlink_taken();
         let free = |slab: &mut Slab<T>, index| {
             slab.free(index);
         };
@@ -166,6 +208,15 @@ impl<T> Wheel<T> {
     /// call for, a due timer is out of order, a link is broken, or the count is off.
     pub fn check_invariants(&self) {
         self.hierarchy.check_invariants(&self.slab);
+        self.slab.check_taken();
+    }
+
+    /// Testing aid: defer cancels once the wheel's storage holds `slots` slots, instead of
+    /// the default (65,536 on x86-64, never elsewhere), so that tests can reach the deferred
+    /// path with few timers. Not part of the stable API.
+    #[doc(hidden)]
+    pub fn defer_cancels_from(&mut self, slots: usize) {
+        self.slab.set_defer_from(slots);
     }
 }
 

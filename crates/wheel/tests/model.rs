@@ -248,8 +248,12 @@ struct Model<W: ModelWheel> {
 
 impl<W: ModelWheel> Model<W> {
     fn new() -> Self {
+        Model::with_wheel(W::default())
+    }
+
+    fn with_wheel(wheel: W) -> Self {
         Model {
-            wheel: W::default(),
+            wheel,
             oracle: BTreeMap::new(),
             live: HashMap::new(),
             keys: Vec::new(),
@@ -506,10 +510,14 @@ fn total_steps() -> u64 {
 }
 
 fn run_random<W: ModelWheel>(total: u64) {
+    run_random_on(total, W::default);
+}
+
+fn run_random_on<W: ModelWheel>(total: u64, make: impl Fn() -> W) {
     let seeds = 8;
     for seed in 0..seeds {
         let mut rng = SmallRng::seed_from_u64(0xE5CA_9E00 + seed);
-        let mut model = Model::<W>::new();
+        let mut model = Model::with_wheel(make());
         // Some runs keep the wheel small, others let it grow to a few thousand timers.
         let sizes: &[usize] = if cfg!(miri) {
             &[8, 40]
@@ -528,6 +536,19 @@ fn run_random<W: ModelWheel>(total: u64) {
 #[test]
 fn random_operations_match_the_oracle() {
     run_random::<Wheel<u64>>(total_steps());
+}
+
+/// A keyed wheel that defers every cancel it can (see "Deferred cancels" in `slab.rs`), as a
+/// wheel of 65,536 timers or more does by default on x86-64.
+fn deferring() -> Wheel<u64> {
+    let mut wheel = Wheel::new();
+    wheel.defer_cancels_from(0);
+    wheel
+}
+
+#[test]
+fn random_operations_with_deferred_cancels_match_the_oracle() {
+    run_random_on(total_steps(), deferring);
 }
 
 #[test]
@@ -583,6 +604,14 @@ proptest! {
     #[test]
     fn any_operation_sequence_matches_the_oracle(ops in proptest::collection::vec(op_strategy(), 0..max_ops())) {
         let mut model = Model::<Wheel<u64>>::new();
+        for op in &ops {
+            model.apply(op);
+        }
+    }
+
+    #[test]
+    fn any_operation_sequence_with_deferred_cancels_matches_the_oracle(ops in proptest::collection::vec(op_strategy(), 0..max_ops())) {
+        let mut model = Model::with_wheel(deferring());
         for op in &ops {
             model.apply(op);
         }
