@@ -44,14 +44,18 @@
 //! - **Order**: timers with the same deadline always share one list, which is appended to and
 //!   cascaded in order, so ties fire in insertion order.
 //! - **Cancel** is an O(1) unlink: a timer's list follows from its deadline and the current
-//!   tick, so nodes do not even store their position.
+//!   tick, so nodes do not even store their position. In a keyed wheel past 65,536 slots
+//!   (on x86-64) the unlink waits for the eighth cancel after it, so that the neighbours'
+//!   cache lines it writes can be prefetched meanwhile; the timer is gone for its key at once
+//!   (`slab.rs`, "Deferred cancels").
 //!
 //! # Two APIs, one algorithm
 //!
 //! [`Wheel`] owns its timers in a slab and names them by generation-checked [`TimerKey`]s:
 //! safe, and a stale key never touches another timer. [`IntrusiveWheel`] links [`Node`]s that
 //! live in the caller's memory (pinned inside a future, say) and allocates nothing; it is the
-//! one `unsafe` part of the crate. Both drive the same `Hierarchy` code (`hierarchy.rs`), which is
+//! crate's `unsafe` part. (The only other `unsafe` is a prefetch hint in `slab.rs`, which
+//! touches no memory.) Both drive the same `Hierarchy` code (`hierarchy.rs`), which is
 //! generic over where nodes live.
 //!
 //! [`poll`]: Wheel::poll

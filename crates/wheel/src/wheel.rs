@@ -81,6 +81,10 @@ impl<T> Wheel<T> {
     }
 
     /// Removes a pending timer and returns its value, or `None` if `key` is stale.
+    ///
+    /// The timer is gone at once for every method. In a wheel of 65,536 slots or more (on
+    /// x86-64), the unlink from its slot list waits for a later cancel or poll, so that the
+    /// memory it writes can be fetched meanwhile; its storage is reused only after that.
     #[inline]
     pub fn remove(&mut self, key: TimerKey) -> Option<T> {
         let index = self.slab.lookup(key)?;
