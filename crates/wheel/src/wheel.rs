@@ -108,10 +108,16 @@ impl<T> Wheel<T> {
         }
         let (value, oldest) = self.slab.defer(index);
         if let Some(oldest) = oldest {
-            self.hierarchy.unlink(&mut self.slab, oldest.0);
-            self.slab.release_taken(oldest);
+            self.finish_taken(oldest);
         }
         value
+    }
+
+    /// Unlinks a slot that left the slab's queue of taken slots, and lets the slab reuse it.
+    #[inline]
+    fn finish_taken(&mut self, taken: (Index, bool)) {
+        self.hierarchy.unlink(&mut self.slab, taken.0);
+        self.slab.release_taken(taken);
     }
 
     /// Unlinks every taken slot, so that every linked node holds a timer again.
@@ -119,8 +125,7 @@ impl<T> Wheel<T> {
     #[inline(never)]
     fn unlink_taken(&mut self) {
         while let Some(taken) = self.slab.pop_taken() {
-            self.hierarchy.unlink(&mut self.slab, taken.0);
-            self.slab.release_taken(taken);
+            self.finish_taken(taken);
         }
     }
 
