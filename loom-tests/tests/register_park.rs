@@ -4,7 +4,8 @@
 //!
 //! loom has no time, so the runtime's loom build lets a park of at most an hour return at
 //! once (it stands for "wakes when the timer is due") and makes a longer or untimed park wait
-//! to be woken: a lost wakeup then shows as a deadlock.
+//! to be woken: a lost wakeup then shows as a deadlock. The last model runs the driver with a
+//! shard per worker, the registration going into the shard worker 0 looks at first.
 #![cfg(loom)]
 
 use escapement::loom_api::{Driver, TimerPoll};
@@ -38,6 +39,27 @@ fn an_earlier_registration_wakes_worker0_sleeping_toward_a_later_timer() {
         assert_eq!(later.poll(&waker), TimerPoll::Pending);
 
         let parked = thread::spawn(move || worker0.park());
+        let mut earlier = driver.timer(SOON);
+        assert_eq!(earlier.poll(&waker), TimerPoll::Pending);
+        parked.join().unwrap();
+    });
+}
+
+/// With a shard per worker, worker 0 computes its next expiry shard by shard while another
+/// thread registers: it must hold every shard's lock until it has recorded the tick it sleeps
+/// toward, or the registration can land in a shard it has already looked at and released,
+/// and still see it awake.
+#[test]
+fn a_registration_in_a_shard_already_looked_at_wakes_worker0() {
+    loom::model(|| {
+        let (driver, mut worker0) = Driver::with_shards(false, 2);
+        let (waker, _) = counting_waker();
+        escapement::loom_api::enter_shard(1);
+        let mut later = driver.timer(FAR);
+        assert_eq!(later.poll(&waker), TimerPoll::Pending);
+
+        let parked = thread::spawn(move || worker0.park());
+        escapement::loom_api::enter_shard(0);
         let mut earlier = driver.timer(SOON);
         assert_eq!(earlier.poll(&waker), TimerPoll::Pending);
         parked.join().unwrap();

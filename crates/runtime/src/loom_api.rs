@@ -25,10 +25,16 @@ use crate::time::entry::TimerEntry;
 use crate::time::park::DriverParker;
 use crate::JoinHandle;
 
-/// A timer driver with 1 ms ticks, as worker 0 of a one-worker runtime sees it.
+/// A timer driver with 1 ms ticks, as worker 0 of a one-worker runtime sees it (or of a
+/// runtime with more workers, one shard each: [`Driver::with_shards`]).
 #[derive(Clone)]
 pub struct Driver {
     inner: Arc<driver::Driver>,
+}
+
+/// Makes the calling thread register its timers in shard `index`, as worker `index` does.
+pub fn enter_shard(index: usize) {
+    driver::enter_shard(index);
 }
 
 /// Worker 0's side: the parker it sleeps on.
@@ -41,11 +47,19 @@ impl Driver {
     /// A driver whose clock is paused (its time moves only by auto-advance), or running (a
     /// model then uses ticks far in the future, so the system clock never reaches them).
     pub fn new(paused: bool) -> (Driver, Worker0) {
+        Driver::with_shards(paused, 1)
+    }
+
+    /// As [`Driver::new`], for a runtime of `shards` workers: the wheel has a shard per
+    /// worker, and a thread registers its timers in the one [`enter_shard`] chose.
+    pub fn with_shards(paused: bool, shards: usize) -> (Driver, Worker0) {
         let origin = std::time::Instant::now();
         let tick = Duration::from_millis(1);
         let (parker, unparker) = DriverParker::new(tick).expect("the loom parker cannot fail");
         let clock = Clock::new(origin, tick, paused);
-        let inner = Arc::new(driver::Driver::new(clock, origin, tick, unparker, 1, true));
+        let inner = Arc::new(driver::Driver::new(
+            clock, origin, tick, unparker, shards, true,
+        ));
         (
             Driver {
                 inner: inner.clone(),

@@ -2,7 +2,8 @@
 //! moves between the two: the futures and handles are `Send` (and `Sync` where tokio's are),
 //! `Interval` and `JoinHandle` are `Unpin`, `EnterGuard` is neither `Send` nor `Sync`, errors
 //! are `Send + Sync + 'static` errors, and every public type implements `Debug`. Checked at
-//! compile time; the test only has to build.
+//! compile time; those tests only have to build. One more checks that a `Sleep` is no larger
+//! than tokio's.
 
 use std::error::Error;
 use std::fmt::Debug;
@@ -87,4 +88,16 @@ fn every_public_type_is_debug() {
     debug::<Instant>();
     debug::<Elapsed>();
     debug::<Advance>();
+}
+
+#[test]
+fn a_sleep_is_no_larger_than_tokios() {
+    // tokio 1.54's `Sleep` is 112 bytes on 64-bit targets; a timer embedded in every
+    // `timeout` should cost no more memory than it does there.
+    #[cfg(target_pointer_width = "64")]
+    assert!(
+        std::mem::size_of::<Sleep>() <= 112,
+        "Sleep is {} bytes",
+        std::mem::size_of::<Sleep>()
+    );
 }

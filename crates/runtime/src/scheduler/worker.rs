@@ -129,6 +129,7 @@ impl Worker {
         });
         let driver = self.shared().driver.clone();
         driver.metrics().enter_worker(self.index);
+        crate::time::driver::enter_shard(self.index);
         // Whatever happens below, even a panic in the runtime itself, the worker leaves as
         // a worker, so shutdown never waits for it forever.
         let _exit = Exit(self.shared().clone());

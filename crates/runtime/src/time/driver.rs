@@ -3,12 +3,28 @@
 //!
 //! # Threads
 //!
-//! Worker 0 owns the driver. Each turn it checks, without the lock, whether the earliest
-//! deadline (`next_due`) has come, and if so fires what is due. When it has nothing to run it
-//! parks on its next expiry: it records under the lock the tick it sleeps toward
+//! Worker 0 owns the driver. Each turn it checks, without a lock, whether the earliest
+//! deadline (each shard's `next_due`) has come, and if so fires what is due. When it has
+//! nothing to run it parks on its next expiry: it records the tick it sleeps toward
 //! (`sleeping_until`), then blocks in `mio::Poll` with that timeout. Any thread may register,
 //! reset or cancel a timer; a registration earlier than `sleeping_until` wakes worker 0
 //! through its `mio::Waker`, and is the only timer operation that makes a syscall.
+//!
+//! # Shards
+//!
+//! The wheel is split into one shard per worker, each a wheel behind its own lock, all fired
+//! by worker 0. A timer goes into the shard of the worker that registers it (threads outside
+//! the runtime use shard 0) and stays there until it fires or is cancelled, whichever thread
+//! then touches it. Registering and cancelling on different workers thus take different
+//! locks: with one lock, two workers doing nothing but register and cancel spend most of
+//! their time waiting for each other (`docs/benchmarks.md`, (b) contended). Worker 0 pays
+//! for it with one lock per shard that has something due, and one per shard when it parks.
+//!
+//! `sleeping_until` is stored as a tick only while every shard's lock is held (worker 0
+//! takes them all, in order, to compute its next expiry), and read by a registration under
+//! its shard's lock: either worker 0 saw the new timer, or the registration sees the tick
+//! worker 0 sleeps toward and wakes it if that is later. Storing `AWAKE` needs no lock: at
+//! worst a registration that read the old tick wakes worker 0 once for nothing.
 //!
 //! # A timer entry
 //!
@@ -26,7 +42,8 @@
 //!
 //! Who touches what:
 //!
-//! - The node's links: only under the driver lock (the wheel's `unsafe` contract).
+//! - The node's links: only under its shard's lock (the wheel's `unsafe` contract). "The
+//!   lock" below is that shard's lock.
 //! - `state`: the driver moves it only under the lock. The owner writes a tick under the lock
 //!   when it registers or moves the timer earlier, and without the lock when it moves the
 //!   deadline later: a CAS from the armed tick to the later one, which fails if the driver
@@ -58,7 +75,13 @@ use escapement_wheel::{IntrusiveWheel, Node};
 use super::clock::Clock;
 use super::park::{DriverUnparker, Wakeup};
 use super::Instant;
-use crate::loom::{AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
+use std::cell::Cell;
+
+use crossbeam_utils::CachePadded;
+
+use crate::loom::{
+    thread_local_const, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering,
+};
 use crate::metrics::{Metrics, RuntimeMetrics};
 use crate::sync::AtomicWaker;
 
@@ -148,11 +171,11 @@ pub(crate) enum Registered {
 }
 
 pub(crate) struct Driver {
-    inner: Mutex<Inner>,
-    /// The earliest tick at which something may be due, or `NEVER`; written under the lock,
-    /// read without it to decide whether a turn needs the lock at all. It may be early (a
-    /// cancelled timer leaves it behind), never late.
-    next_due: AtomicU64,
+    /// One per worker; a timer lives in the shard it was registered in.
+    shards: Box<[CachePadded<Shard>]>,
+    /// The tick worker 0 is parked toward, `NEVER` for no timeout, or `AWAKE`. Stored as a
+    /// tick only with every shard's lock held; read under one.
+    sleeping_until: CachePadded<AtomicU64>,
     clock: Clock,
     /// The instant of tick zero.
     origin: std::time::Instant,
@@ -171,11 +194,34 @@ pub(crate) struct Driver {
     metrics: Metrics,
 }
 
+/// One part of the wheel.
+struct Shard {
+    inner: Mutex<Inner>,
+    /// The earliest tick at which something in this shard may be due, or `NEVER`; written
+    /// under the shard's lock, read without it to decide whether a turn needs the lock at
+    /// all. It may be early (a cancelled timer leaves it behind), never late.
+    next_due: AtomicU64,
+}
+
 struct Inner {
     wheel: IntrusiveWheel<TimerShared>,
-    /// The tick worker 0 is parked toward, `NEVER` for no timeout, or `AWAKE`.
-    sleeping_until: u64,
     shutdown: bool,
+}
+
+thread_local_const! {
+    /// The shard this thread registers timers in: its worker's index, 0 on other threads.
+    static SHARD: Cell<usize> = Cell::new(0);
+}
+
+/// Makes this thread register its timers in shard `index` (a worker's index; a runtime with
+/// fewer shards takes it modulo their count).
+pub(crate) fn enter_shard(index: usize) {
+    SHARD.with(|shard| shard.set(index));
+}
+
+/// The shard this thread registers timers in, for a driver with `shards` shards.
+fn current_shard(shards: usize) -> usize {
+    SHARD.try_with(Cell::get).unwrap_or(0) % shards
 }
 
 /// Wakers gathered under the lock, woken after it is released.
@@ -227,12 +273,18 @@ impl Driver {
         metrics: bool,
     ) -> Driver {
         Driver {
-            inner: Mutex::new(Inner {
-                wheel: IntrusiveWheel::new(),
-                sleeping_until: AWAKE,
-                shutdown: false,
-            }),
-            next_due: AtomicU64::new(NEVER),
+            shards: (0..workers.max(1))
+                .map(|_| {
+                    CachePadded::new(Shard {
+                        inner: Mutex::new(Inner {
+                            wheel: IntrusiveWheel::new(),
+                            shutdown: false,
+                        }),
+                        next_due: AtomicU64::new(NEVER),
+                    })
+                })
+                .collect(),
+            sleeping_until: CachePadded::new(AtomicU64::new(AWAKE)),
             clock,
             origin,
             tick_ns: u64::try_from(tick.as_nanos()).unwrap_or(u64::MAX).max(1),
@@ -250,10 +302,12 @@ impl Driver {
 
     /// A snapshot of the timer metrics.
     pub(crate) fn metrics_snapshot(&self, workers: usize) -> RuntimeMetrics {
-        let (live_timers, cascades) = {
-            let inner = self.inner.lock();
-            (inner.wheel.len(), inner.wheel.cascades())
-        };
+        let (mut live_timers, mut cascades) = (0, 0);
+        for shard in self.shards.iter() {
+            let inner = shard.inner.lock();
+            live_timers += inner.wheel.len();
+            cascades += inner.wheel.cascades();
+        }
         RuntimeMetrics {
             workers,
             live_timers,
@@ -306,11 +360,29 @@ impl Driver {
         Instant::from_std(self.origin).saturating_add(offset)
     }
 
-    /// Registers an entry whose waker is already stored: links it at `tick`, or marks it
-    /// fired if that tick has passed. Wakes worker 0 if it sleeps toward a later tick.
-    pub(crate) fn register(&self, node: Pin<&Node<TimerShared>>, tick: u64) -> Registered {
+    /// The shard a timer registered by this thread goes into.
+    #[inline]
+    pub(crate) fn this_threads_shard(&self) -> u32 {
+        // The count of shards is the count of workers, which fits in a u32.
+        current_shard(self.shards.len()) as u32
+    }
+
+    fn shard(&self, index: u32) -> &Shard {
+        &self.shards[index as usize]
+    }
+
+    /// Registers an entry whose waker is already stored: links it at `tick` in shard `shard`,
+    /// or marks it fired if that tick has passed. Wakes worker 0 if it sleeps toward a later
+    /// tick.
+    pub(crate) fn register(
+        &self,
+        node: Pin<&Node<TimerShared>>,
+        shard: u32,
+        tick: u64,
+    ) -> Registered {
         let shared = node.value();
-        let mut inner = self.inner.lock();
+        let shard = self.shard(shard);
+        let mut inner = shard.inner.lock();
         if inner.shutdown {
             shared.state.store(SHUTDOWN, Ordering::Release);
             return Registered::Shutdown;
@@ -323,20 +395,27 @@ impl Driver {
         // is this thread.
         shared.state.store(tick, Ordering::Relaxed);
         // SAFETY: the entry's owner keeps the node pinned and alive until it is unlinked (its
-        // drop takes this lock and unlinks it), and only ever links it into this driver's
-        // wheel.
+        // drop takes this lock and unlinks it), and links it only into this shard's wheel
+        // until it is unlinked again.
         unsafe { inner.wheel.insert(node, tick) };
-        self.link_done(inner, tick);
+        self.link_done(shard, inner, tick);
         self.metrics.add(|m| &m.registered, 1);
         Registered::Pending
     }
 
-    /// Moves an entry to `tick` under the lock (an earlier deadline, or re-arming a fired
-    /// one). A tick already passed (`due`, or behind the wheel) fires it at once, waking its
-    /// waker.
-    pub(crate) fn reregister(&self, node: Pin<&Node<TimerShared>>, tick: u64, due: bool) {
+    /// Moves an entry of shard `shard` to `tick` under its lock (an earlier deadline, or
+    /// re-arming a fired one). A tick already passed (`due`, or behind the wheel) fires it at
+    /// once, waking its waker.
+    pub(crate) fn reregister(
+        &self,
+        node: Pin<&Node<TimerShared>>,
+        shard: u32,
+        tick: u64,
+        due: bool,
+    ) {
         let shared = node.value();
-        let mut inner = self.inner.lock();
+        let shard = self.shard(shard);
+        let mut inner = shard.inner.lock();
         // SAFETY: as in `register`.
         unsafe { inner.wheel.remove(node) };
         if inner.shutdown {
@@ -356,19 +435,22 @@ impl Driver {
         shared.state.store(tick, Ordering::Release);
         // SAFETY: as in `register`.
         unsafe { inner.wheel.insert(node, tick) };
-        self.link_done(inner, tick);
+        self.link_done(shard, inner, tick);
         self.metrics.add(|m| &m.registered, 1);
     }
 
-    /// After linking a node at `tick`: lowers `next_due`, and wakes worker 0 if it sleeps
-    /// toward a later tick. Releases the lock before the syscall.
-    fn link_done(&self, mut inner: MutexGuard<'_, Inner>, tick: u64) {
-        if tick < self.next_due.load(Ordering::Relaxed) {
-            self.next_due.store(tick, Ordering::Relaxed);
+    /// After linking a node at `tick` in `shard`, whose lock `inner` is: lowers the shard's
+    /// `next_due`, and wakes worker 0 if it sleeps toward a later tick. Releases the lock
+    /// before the syscall.
+    fn link_done(&self, shard: &Shard, inner: MutexGuard<'_, Inner>, tick: u64) {
+        if tick < shard.next_due.load(Ordering::Relaxed) {
+            shard.next_due.store(tick, Ordering::Relaxed);
         }
-        let wake = tick < inner.sleeping_until;
+        // Relaxed under the shard's lock: worker 0 stores a tick here only while it holds
+        // every shard's lock, this one included.
+        let wake = tick < self.sleeping_until.load(Ordering::Relaxed);
         if wake {
-            inner.sleeping_until = AWAKE;
+            self.sleeping_until.store(AWAKE, Ordering::Relaxed);
         }
         drop(inner);
         if wake {
@@ -376,9 +458,9 @@ impl Driver {
         }
     }
 
-    /// Unlinks an entry (its owner is dropping it).
-    pub(crate) fn cancel(&self, node: Pin<&Node<TimerShared>>) {
-        let mut inner = self.inner.lock();
+    /// Unlinks an entry of shard `shard` (its owner is dropping it).
+    pub(crate) fn cancel(&self, node: Pin<&Node<TimerShared>>, shard: u32) {
+        let mut inner = self.shard(shard).inner.lock();
         // SAFETY: as in `register`.
         let was_linked = unsafe { inner.wheel.remove(node) };
         drop(inner);
@@ -388,46 +470,82 @@ impl Driver {
     }
 
     /// Fires what is due, if the earliest deadline has come; cheap when it has not (one
-    /// relaxed load when no timer is pending, plus a clock read otherwise).
+    /// relaxed load per shard when no timer is pending, plus a clock read otherwise).
     pub(crate) fn maybe_process(&self) -> bool {
-        let next = self.next_due.load(Ordering::Relaxed);
+        let next = self.earliest_due();
         if next == NEVER {
             return false;
         }
         let now = self.clock.now();
-        self.floor_tick(now) >= next && self.process(now) > 0
+        let now_tick = self.floor_tick(now);
+        if now_tick < next {
+            return false;
+        }
+        let mut fired = 0;
+        for shard in self.shards.iter() {
+            if shard.next_due.load(Ordering::Relaxed) <= now_tick {
+                fired += self.process_from(shard, shard.inner.lock(), now);
+            }
+        }
+        fired > 0
     }
 
-    /// For a thread other than worker 0: fires what is due if the next timer is overdue by
-    /// more than [`STAND_IN_GRACE`] (worker 0 is then stuck in a long poll) and the driver's
-    /// lock is free. Returns whether it fired anything.
+    /// For a thread other than worker 0: fires what is due in each shard whose next timer is
+    /// overdue by more than [`STAND_IN_GRACE`] (worker 0 is then stuck in a long poll) and
+    /// whose lock is free. Returns whether it fired anything.
     pub(crate) fn try_process_overdue(&self) -> bool {
-        let next = self.next_due.load(Ordering::Relaxed);
+        let next = self.earliest_due();
         if next == NEVER {
             return false;
         }
         let now = self.clock.now();
-        if now < self.tick_instant(next).saturating_add(STAND_IN_GRACE) {
+        let overdue = |next: u64| now >= self.tick_instant(next).saturating_add(STAND_IN_GRACE);
+        if !overdue(next) {
             return false;
         }
-        match self.inner.try_lock() {
-            Some(inner) => self.process_from(inner, now) > 0,
-            None => false,
+        let mut fired = 0;
+        for shard in self.shards.iter() {
+            let next = shard.next_due.load(Ordering::Relaxed);
+            if next != NEVER && overdue(next) {
+                if let Some(inner) = shard.inner.try_lock() {
+                    fired += self.process_from(shard, inner, now);
+                }
+            }
         }
+        fired > 0
+    }
+
+    /// The earliest tick something may be due at in any shard, or `NEVER`.
+    fn earliest_due(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|shard| shard.next_due.load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(NEVER)
     }
 
     /// The earliest tick something may be due at, or `None`.
     pub(crate) fn next_due(&self) -> Option<u64> {
-        Some(self.next_due.load(Ordering::Relaxed)).filter(|&next| next != NEVER)
+        Some(self.earliest_due()).filter(|&next| next != NEVER)
     }
 
-    /// Fires every timer due at or before `now` (its deadline rounded up to the tick);
-    /// returns how many fired.
+    /// Fires every timer due at or before `now` (its deadline rounded up to the tick), in
+    /// every shard; returns how many fired. It takes every shard's lock, so a batch of wakers
+    /// another thread took out before this call is counted in `waking` by the time it returns.
     pub(crate) fn process(&self, now: Instant) -> usize {
-        self.process_from(self.inner.lock(), now)
+        self.shards
+            .iter()
+            .map(|shard| self.process_from(shard, shard.inner.lock(), now))
+            .sum()
     }
 
-    fn process_from<'a>(&'a self, mut inner: MutexGuard<'a, Inner>, now: Instant) -> usize {
+    /// Fires what is due at `now` in `shard`, whose lock `inner` is.
+    fn process_from<'a>(
+        &'a self,
+        shard: &'a Shard,
+        mut inner: MutexGuard<'a, Inner>,
+        now: Instant,
+    ) -> usize {
         let mut now_tick = self.floor_tick(now);
         let mut fired = 0;
         let mut wakers = WakeList::new();
@@ -462,7 +580,7 @@ impl Driver {
                 }
             }
             let next = inner.wheel.next_expiration().unwrap_or(NEVER);
-            self.next_due.store(next, Ordering::Relaxed);
+            shard.next_due.store(next, Ordering::Relaxed);
             // Relaxed under the lock: whoever takes the lock next sees the batch in flight.
             self.waking.fetch_add(1, Ordering::Relaxed);
             drop(inner);
@@ -475,7 +593,7 @@ impl Driver {
             if done {
                 return fired;
             }
-            inner = self.inner.lock();
+            inner = shard.inner.lock();
         }
     }
 
@@ -528,15 +646,7 @@ impl Driver {
     /// Worker 0 is about to park: records the tick it will sleep toward and returns it with
     /// the time until then (`None`: no timeout). A zero wait means something is due already.
     pub(crate) fn prepare_park(&self) -> Option<Wakeup> {
-        let mut inner = self.inner.lock();
-        let next = inner.wheel.next_expiration();
-        inner.sleeping_until = next.unwrap_or(NEVER);
-        // Refreshed here too, not only when timers fire: cancels leave `next_due` early, and
-        // a paused runtime whose last timer was cancelled would otherwise look as if it had
-        // one to auto-advance to, and worker 0 would never block.
-        self.next_due
-            .store(next.unwrap_or(NEVER), Ordering::Relaxed);
-        let tick = next?;
+        let tick = self.sleep_toward_next(0, None)?;
         if self.clock.is_paused() {
             return None;
         }
@@ -549,6 +659,32 @@ impl Driver {
             after,
             fixed,
         })
+    }
+
+    /// Takes the lock of shard `index` and of every later one, in order, and with them all
+    /// held stores in `sleeping_until` the earliest expiry of any shard (`earliest`: that of
+    /// the shards before `index`, whose locks the caller holds). Returns that expiry.
+    fn sleep_toward_next(&self, index: usize, earliest: Option<u64>) -> Option<u64> {
+        let Some(shard) = self.shards.get(index) else {
+            self.sleeping_until
+                .store(earliest.unwrap_or(NEVER), Ordering::Relaxed);
+            return earliest;
+        };
+        let inner = shard.inner.lock();
+        let next = inner.wheel.next_expiration();
+        // Refreshed here too, not only when timers fire: cancels leave `next_due` early, and
+        // a paused runtime whose last timer was cancelled would otherwise look as if it had
+        // one to auto-advance to, and worker 0 would never block.
+        shard
+            .next_due
+            .store(next.unwrap_or(NEVER), Ordering::Relaxed);
+        let earliest = match (earliest, next) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let earliest = self.sleep_toward_next(index + 1, earliest);
+        drop(inner);
+        earliest
     }
 
     /// Worker 0 is blocking (`true`) or woke (`false`).
@@ -574,7 +710,7 @@ impl Driver {
 
     /// Worker 0 woke up.
     pub(crate) fn unparked(&self) {
-        self.inner.lock().sleeping_until = AWAKE;
+        self.sleeping_until.store(AWAKE, Ordering::Relaxed);
         self.metrics.add(|m| &m.wakeups, 1);
     }
 
@@ -599,7 +735,7 @@ impl Driver {
     /// Whether the clock is paused, every thread idle, and a timer pending: time may jump.
     pub(crate) fn should_auto_advance(&self) -> bool {
         self.active.load(Ordering::SeqCst) == 0
-            && self.next_due.load(Ordering::Relaxed) != NEVER
+            && self.earliest_due() != NEVER
             && self.clock.is_paused()
     }
 
@@ -610,7 +746,12 @@ impl Driver {
         if self.active.load(Ordering::SeqCst) != active || !self.clock.is_paused() {
             return false;
         }
-        let Some(next) = self.inner.lock().wheel.next_expiration() else {
+        let Some(next) = self
+            .shards
+            .iter()
+            .filter_map(|shard| shard.inner.lock().wheel.next_expiration())
+            .min()
+        else {
             return false;
         };
         let to = self.tick_instant(next);
@@ -621,25 +762,35 @@ impl Driver {
         true
     }
 
-    /// Holds the driver's lock until the returned guard drops, as a thread firing timers
-    /// would.
+    /// Holds shard 0's lock (that of threads outside the runtime) until the returned guard
+    /// drops, as a thread firing timers would.
     #[cfg(all(test, not(loom)))]
     pub(crate) fn hold_lock(&self) -> impl Sized + '_ {
-        self.inner.lock()
+        self.shards[0].inner.lock()
     }
 
     /// Timers linked into the wheel.
     #[cfg(loom)]
     pub(crate) fn pending(&self) -> usize {
-        self.inner.lock().wheel.len()
+        self.shards
+            .iter()
+            .map(|shard| shard.inner.lock().wheel.len())
+            .sum()
     }
 
     /// Shuts the driver down: every pending timer is unlinked, marked `SHUTDOWN`, and woken,
     /// and later registrations are refused.
     pub(crate) fn shutdown(&self) {
+        for shard in self.shards.iter() {
+            self.shut_down(shard);
+        }
+    }
+
+    /// Shuts one shard down.
+    fn shut_down(&self, shard: &Shard) {
         let mut wakers = WakeList::new();
         loop {
-            let mut inner = self.inner.lock();
+            let mut inner = shard.inner.lock();
             inner.shutdown = true;
             let mut done = false;
             while !wakers.is_full() {
@@ -654,7 +805,7 @@ impl Driver {
                 shared.touched();
                 shared.state.store(SHUTDOWN, Ordering::Release);
             }
-            self.next_due.store(NEVER, Ordering::Relaxed);
+            shard.next_due.store(NEVER, Ordering::Relaxed);
             drop(inner);
             wakers.wake_all();
             if done {

@@ -28,6 +28,9 @@ pin_project! {
         // the clock. Not for a deadline set a tick or more past a clock reading just taken
         // (`sleep(d)`), which saves the common first poll a clock read.
         may_be_past: bool,
+        // The driver's shard the node is registered in, chosen when it registers; only the
+        // owner reads it.
+        shard: u32,
         #[pin]
         node: Node<TimerShared>,
     }
@@ -42,7 +45,7 @@ pin_project! {
             // Acquire pairs with the driver's Release store of its last access.
             let state = node.value().state.load(Ordering::Acquire);
             if state != FIRED && state != SHUTDOWN {
-                this.driver.cancel(node);
+                this.driver.cancel(node, *this.shard);
             }
             node.value().dying();
         }
@@ -58,6 +61,7 @@ impl TimerEntry {
             deadline,
             registered: false,
             may_be_past,
+            shard: 0,
             node: Node::new(TimerShared::new()),
         }
     }
@@ -105,7 +109,8 @@ impl TimerEntry {
             // `register` links it under the driver's lock, which publishes the write.
             unsafe { shared.waker.register_exclusive(cx.waker()) };
             let tick = this.driver.deadline_tick(*this.deadline);
-            return match this.driver.register(node, tick) {
+            *this.shard = this.driver.this_threads_shard();
+            return match this.driver.register(node, *this.shard, tick) {
                 Registered::Pending => Poll::Pending,
                 Registered::Elapsed => Poll::Ready(()),
                 Registered::Shutdown => shutdown_panic(),
@@ -157,7 +162,7 @@ impl TimerEntry {
         }
         // Moving earlier, or re-arming: a deadline already past fires at once.
         let due = deadline <= this.driver.clock().now();
-        this.driver.reregister(node, tick, due);
+        this.driver.reregister(node, *this.shard, tick, due);
     }
 }
 
