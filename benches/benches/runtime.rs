@@ -10,6 +10,11 @@
 //!   whatever its timer design: reading the clock for the deadline (`Instant::now() + 1 s`)
 //!   and cloning the task's waker into the timer and dropping it. On 1 and 2 workers, no
 //!   other timers.
+//! - `register_cancel/.../2w_contended`: the same loop in two tasks at once, one on each of
+//!   2 workers, no other timers: what register+cancel costs while another worker does the
+//!   same, the case a single timer lock serializes. Time per iteration is the slower task's
+//!   loop time over `iters` (each task runs `iters`), so the two workers together do two
+//!   register+cancels in that time.
 //! - `metrics_cost`: register+cancel on escapement with `Builder::metrics(true)` and
 //!   `metrics(false)`, on 1 and on 2 workers.
 //! - `spawn_blocking`: a trivial closure handed to `spawn_blocking` and awaited, one at a
@@ -129,7 +134,67 @@ fn register_cancel(c: &mut Criterion) {
             }
         }
     }
+    let rt = Escapement::new(2);
+    bench_contended(&mut group, &rt);
+    drop(rt);
+    bench_contended(&mut group, &Tokio::new(2));
     group.finish();
+}
+
+/// Benchmarks `register_cancel_loop` in two tasks at once, as `R::NAME/2w_contended`; prints
+/// the threads the pairs of loops ran on, which must be two for the loops to overlap.
+fn bench_contended<R: Rt>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rt: &R,
+) {
+    let pairs = RefCell::new(BTreeMap::<String, u64>::new());
+    group.bench_function(BenchmarkId::new(R::NAME, "2w_contended"), |b| {
+        b.iter_custom(|iters| {
+            let started = Arc::new(AtomicUsize::new(0));
+            let tasks: Vec<_> = (0..2)
+                .map(|_| {
+                    let started = started.clone();
+                    rt.spawn(R::unconstrained(async move {
+                        // Both loops start together. The first task spins (without
+                        // yielding, which would let the second run after it on the same
+                        // thread) so that another worker takes the second; if none does
+                        // within a while, it yields after all.
+                        started.fetch_add(1, Ordering::SeqCst);
+                        let spin_start = Instant::now();
+                        while started.load(Ordering::SeqCst) < 2 {
+                            if spin_start.elapsed() < Duration::from_millis(100) {
+                                std::hint::spin_loop();
+                            } else {
+                                R::yield_now().await;
+                            }
+                        }
+                        let thread = std::thread::current().name().unwrap_or("?").to_owned();
+                        let start = Instant::now();
+                        register_cancel_loop::<R>(iters).await;
+                        (start.elapsed(), thread)
+                    }))
+                })
+                .collect();
+            let results = rt.block_on(async move {
+                let mut results = Vec::new();
+                for task in tasks {
+                    results.push(task.await);
+                }
+                results
+            });
+            let threads: Vec<_> = results.iter().map(|(_, t)| t.as_str()).collect();
+            *pairs.borrow_mut().entry(threads.join("+")).or_default() += 1;
+            results
+                .iter()
+                .map(|(elapsed, _)| *elapsed)
+                .max()
+                .expect("two loops")
+        })
+    });
+    let pairs = pairs.into_inner();
+    if !pairs.is_empty() {
+        println!("  {}/2w_contended: loops ran on {pairs:?}", R::NAME);
+    }
 }
 
 /// `iters` sleeps, each polled once and dropped.

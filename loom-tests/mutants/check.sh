@@ -21,6 +21,7 @@ models=(
     "10-blocking-spawn-never-notifies blocking_pool"
     "11-blocking-thread-exits-before-the-queue-is-empty blocking_pool"
     "12-abort-handle-takes-no-reference join_handle"
+    "13-park-releases-the-shards-it-looked-at register_park"
 )
 
 export RUSTFLAGS="--cfg loom"

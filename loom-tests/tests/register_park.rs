@@ -65,3 +65,24 @@ fn a_registration_in_a_shard_already_looked_at_wakes_worker0() {
         parked.join().unwrap();
     });
 }
+
+/// Worker 0 marks itself awake without a lock when a park returns. A registration racing two
+/// parks in a row, with the mark between them, must still be seen by one of them or wake it.
+#[test]
+fn a_registration_racing_two_parks_in_a_row_is_never_lost() {
+    loom::model(|| {
+        let (driver, mut worker0) = Driver::with_shards(false, 2);
+        let (waker, _) = counting_waker();
+        let mut later = driver.timer(FAR);
+        assert_eq!(later.poll(&waker), TimerPoll::Pending);
+
+        let parked = thread::spawn(move || {
+            worker0.park();
+            worker0.park();
+        });
+        escapement::loom_api::enter_shard(1);
+        let mut earlier = driver.timer(SOON);
+        assert_eq!(earlier.poll(&waker), TimerPoll::Pending);
+        parked.join().unwrap();
+    });
+}

@@ -118,8 +118,8 @@ impl Driver {
             .expect("the clock is paused");
     }
 
-    /// What a worker other than worker 0 does each few turns: fire overdue timers if the
-    /// driver's lock is free. Returns whether it fired anything.
+    /// What a worker other than worker 0 does each few turns: fire overdue timers in each
+    /// shard whose lock is free. Returns whether it fired anything.
     pub fn try_process_overdue(&self) -> bool {
         self.inner.try_process_overdue()
     }

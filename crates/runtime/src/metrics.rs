@@ -5,8 +5,9 @@
 //! when read, so counting a timer operation on a worker writes no line another thread writes:
 //! the worker's block has a single writer, which bumps a counter with a plain load and store.
 //! Threads that are not workers (`block_on`, foreign threads) share one more block, with
-//! atomic adds. Live timers and cascades need no counters: the wheel knows them, and a snapshot
-//! reads them under the driver's lock.
+//! atomic adds. Live timers and cascades need no counters: the wheel's shards know them, and a
+//! snapshot reads each under its lock in turn (so a timer moving between shards meanwhile can
+//! be counted twice or not at all).
 
 use std::cell::RefCell;
 use std::fmt;

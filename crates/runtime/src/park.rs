@@ -150,11 +150,11 @@ impl Parker {
 
     /// Parks a thread other than worker 0 (another worker, or a thread in `block_on`). While
     /// worker 0 is not parked on the next timer it may be stuck in a long poll, so the thread
-    /// sleeps only until that timer and then fires what is overdue, if the driver's lock is
-    /// free: it stands in for worker 0.
+    /// sleeps only until that timer and then fires what is overdue in each shard whose lock
+    /// is free: it stands in for worker 0.
     ///
-    /// If the wheel is overdue already and the thread fires nothing (the lock is held: worker
-    /// 0, or another stand-in, is firing, typically worker 0 working through a backlog), it sleeps
+    /// If the wheel is overdue already and the thread fires nothing (the locks are held:
+    /// typically worker 0 working through a backlog, or a worker registering), it sleeps
     /// [`STAND_IN_GRACE`] before it looks again, instead of coming straight back to find the
     /// same: its caller would otherwise spin on the check for as long as the backlog lasts.
     pub(crate) fn park_standing_in(&self) {

@@ -10,7 +10,7 @@
 //! Worker 0 can be stuck in a long poll (a task that blocks its thread), and then no timer
 //! of the runtime would fire. So the other workers stand in: every
 //! [`OVERDUE_CHECK_INTERVAL`] turns each compares the driver's next deadline (a relaxed load)
-//! with its clock and, if it has passed, fires what is due if the driver's lock is free; and
+//! with its clock and, if it has passed, fires what is due in each shard whose lock is free; and
 //! a worker that goes idle while worker 0 is not parked sleeps only until the next deadline,
 //! then does the same. Worker 0 keeps sole charge of parking on the next expiry.
 

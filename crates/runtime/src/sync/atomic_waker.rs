@@ -95,7 +95,7 @@ impl AtomicWaker {
     ///
     /// No other thread may call [`take`](AtomicWaker::take) or touch this slot until the caller
     /// hands it over with a synchronizing operation (for a timer: linking it into the wheel
-    /// under the driver's lock).
+    /// under its shard's lock).
     pub(crate) unsafe fn register_exclusive(&self, waker: &Waker) {
         self.waker.with_mut(|slot| {
             // SAFETY: the caller guarantees exclusive access to the slot.

@@ -1,5 +1,5 @@
-//! The timer driver: the wheel behind its lock, and the protocol between the threads that
-//! register, reset, cancel and fire timers.
+//! The timer driver: the wheel, in shards behind their locks, and the protocol between the
+//! threads that register, reset, cancel and fire timers.
 //!
 //! # Threads
 //!
@@ -14,7 +14,8 @@
 //!
 //! The wheel is split into one shard per worker, each a wheel behind its own lock, all fired
 //! by worker 0. A timer goes into the shard of the worker that registers it (threads outside
-//! the runtime use shard 0) and stays there until it fires or is cancelled, whichever thread
+//! the runtime use shard 0; a worker of another runtime, its index modulo the shard count)
+//! and stays there until it fires or is cancelled, whichever thread
 //! then touches it. Registering and cancelling on different workers thus take different
 //! locks: with one lock, two workers doing nothing but register and cancel spend most of
 //! their time waiting for each other (`docs/benchmarks.md`, (b) contended). Worker 0 pays
@@ -110,8 +111,9 @@ pub(crate) const WAKE_BATCH: usize = 32;
 /// late means it is stuck in one long poll. Stepping in sooner would only move timer work
 /// (and the wakes it makes) off worker 0 for nothing.
 ///
-/// It is also how long a stand-in that found the wheel overdue but could not fire it (the lock
-/// was held) waits before it looks again.
+/// It is also how long a stand-in that found the wheel overdue but could not fire it (a
+/// shard's lock was held: by a thread firing it, or by its worker registering or cancelling)
+/// waits before it looks again.
 pub(crate) const STAND_IN_GRACE: Duration = Duration::from_micros(200);
 
 /// The part of a timer entry the driver shares with its owner.
@@ -561,8 +563,9 @@ impl Driver {
             // them straight back in the due list, forever. The wheel's tick came from a clock
             // reading too, so it is not in the future: firing up to it is never early.
             now_tick = now_tick.max(inner.wheel.now());
-            // `sleeping_until` is left alone: only worker 0 moves it, as it parks and wakes. A
-            // stand-in runs this while worker 0 may be parked, even with no timeout (the
+            // `sleeping_until` is left alone: only worker 0 stores a tick there, as it parks,
+            // and only worker 0 and a registration that wakes it store `AWAKE`. A stand-in
+            // runs this while worker 0 may be parked, even with no timeout (the
             // timers behind an early `next_due` were cancelled); marking it awake here would
             // let the next registration skip waking it, and that timer would never fire.
             let mut done = false;
@@ -636,8 +639,8 @@ impl Driver {
     /// Waits until every batch of wakers taken out of the wheel before this call has been
     /// woken: after `process`, every timer due by then has fired and its waker was woken.
     pub(crate) fn wait_for_wakes(&self) {
-        // Acquire pairs with the Release decrement after a batch's wakes. The lock taken by
-        // the caller's `process` made every batch taken before it visible here.
+        // Acquire pairs with the Release decrement after a batch's wakes. The shard locks
+        // taken by the caller's `process` made every batch taken before it visible here.
         while self.waking.load(Ordering::Acquire) != 0 {
             crate::loom::thread::yield_now();
         }

@@ -106,7 +106,7 @@ impl TimerEntry {
             // The waker goes in before the node is linked, so a fire that follows finds it.
             // SAFETY: the node is not linked (never, or no more: the driver stored `FIRED`
             // last, or it was shut down), so no other thread reaches the slot until
-            // `register` links it under the driver's lock, which publishes the write.
+            // `register` links it under its shard's lock, which publishes the write.
             unsafe { shared.waker.register_exclusive(cx.waker()) };
             let tick = this.driver.deadline_tick(*this.deadline);
             *this.shard = this.driver.this_threads_shard();

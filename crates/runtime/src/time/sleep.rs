@@ -143,7 +143,7 @@ impl Sleep {
     /// completes at the next poll; the one exception is a sleep whose old deadline has come
     /// but which the driver has not fired yet, moved later but still into the past: it stays
     /// armed and completes when the driver fires it, at the driver's next turn (as in tokio).
-    /// Moving the deadline later than it was does not take the driver's lock.
+    /// Moving the deadline later than it was takes no lock.
     ///
     /// # Examples
     ///
