@@ -22,6 +22,7 @@ models=(
     "11-blocking-thread-exits-before-the-queue-is-empty blocking_pool"
     "12-abort-handle-takes-no-reference join_handle"
     "13-park-releases-the-shards-it-looked-at register_park"
+    "14-driver-reference-dropped-relaxed driver_ref"
 )
 
 export RUSTFLAGS="--cfg loom"

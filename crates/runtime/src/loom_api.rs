@@ -21,6 +21,7 @@ use crate::task::list::OwnedTasks;
 use crate::task::{Notified, Schedule, Task};
 use crate::time::clock::Clock;
 use crate::time::driver;
+use crate::time::driver_ref::DriverRef;
 use crate::time::entry::TimerEntry;
 use crate::time::park::DriverParker;
 use crate::JoinHandle;
@@ -75,7 +76,7 @@ impl Driver {
     pub fn timer(&self, tick: u64) -> Timer {
         Timer {
             entry: Box::pin(TimerEntry::new(
-                self.inner.clone(),
+                DriverRef::new(&self.inner),
                 self.inner.tick_instant(tick),
                 true,
             )),

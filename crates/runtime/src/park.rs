@@ -286,6 +286,7 @@ mod tests {
 
     use super::*;
     use crate::time::clock::Clock;
+    use crate::time::driver_ref::DriverRef;
     use crate::time::entry::TimerEntry;
     use crate::time::park::DriverParker;
 
@@ -303,7 +304,7 @@ mod tests {
             false,
         ));
         let deadline = crate::time::Instant::from_std(Instant::now() + Duration::from_millis(2));
-        let mut timer = pin!(TimerEntry::new(driver.clone(), deadline, true));
+        let mut timer = pin!(TimerEntry::new(DriverRef::new(&driver), deadline, true));
         assert!(timer
             .as_mut()
             .poll_elapsed(&mut Context::from_waker(std::task::Waker::noop()))

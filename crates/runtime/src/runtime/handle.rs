@@ -14,6 +14,7 @@ use crate::scheduler::worker;
 use crate::scheduler::Shared;
 use crate::task::Schedule;
 use crate::time::driver::Driver;
+use crate::time::driver_ref::DriverRef;
 use crate::JoinHandle;
 
 /// A handle to a runtime: spawns tasks onto it and enters its context from any thread.
@@ -193,6 +194,11 @@ impl Handle {
 
     pub(crate) fn driver_arc(&self) -> Arc<Driver> {
         self.shared.driver.clone()
+    }
+
+    /// A reference to the timer driver for a timer made on this thread.
+    pub(crate) fn timer_driver(&self) -> DriverRef {
+        DriverRef::new(&self.shared.driver)
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::{context, Builder, EnterGuard, Handle};
 use crate::loom::thread::JoinHandle as ThreadHandle;
 use crate::scheduler::worker;
+use crate::time::driver_ref::DriverRef;
 use crate::JoinHandle;
 
 /// A multi-threaded async runtime with a timer driver.
@@ -30,6 +31,10 @@ use crate::JoinHandle;
 pub struct Runtime {
     handle: Handle,
     threads: Vec<ThreadHandle<()>>,
+    /// A count in every shard of the timer driver while the runtime lives, so that timers
+    /// made and dropped on a worker never bring its shard's count to zero (`DriverRef`).
+    /// Dropped after the shutdown.
+    _timer_holds: Vec<DriverRef>,
 }
 
 impl Runtime {
@@ -43,7 +48,12 @@ impl Runtime {
     }
 
     pub(crate) fn from_parts(handle: Handle, threads: Vec<ThreadHandle<()>>) -> Runtime {
-        Runtime { handle, threads }
+        let _timer_holds = DriverRef::every_shard(&handle.shared.driver);
+        Runtime {
+            handle,
+            threads,
+            _timer_holds,
+        }
     }
 
     /// After a failed build: counts the workers that never started as exited.

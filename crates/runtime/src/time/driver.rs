@@ -194,7 +194,22 @@ pub(crate) struct Driver {
     /// 0 has not (see `scheduler::worker`). Written only when worker 0 parks and wakes.
     worker0_parked: AtomicBool,
     metrics: Metrics,
+    /// Under loom only: each `DriverRef` reads this cell as it lets go, and the driver writes
+    /// it as it is dropped, so loom reports a use through a reference that is not ordered
+    /// before the driver's end.
+    #[cfg(loom)]
+    alive: Alive,
 }
+
+/// The driver's loom cell (see `Driver::alive`).
+#[cfg(loom)]
+struct Alive(crate::loom::UnsafeCell<()>);
+
+// SAFETY: the cell holds nothing; it exists for loom to track accesses. Threads only read it
+// through a shared `Driver` (`let_go`), which loom allows at once; the one write is the
+// driver's drop, through `&mut Driver`.
+#[cfg(loom)]
+unsafe impl Sync for Alive {}
 
 /// One part of the wheel.
 struct Shard {
@@ -203,6 +218,8 @@ struct Shard {
     /// under the shard's lock, read without it to decide whether a turn needs the lock at
     /// all. It may be early (a cancelled timer leaves it behind), never late.
     next_due: AtomicU64,
+    /// The timers counted in this shard, which keep the driver alive (`DriverRef`).
+    refs: AtomicUsize,
 }
 
 struct Inner {
@@ -283,6 +300,7 @@ impl Driver {
                             shutdown: false,
                         }),
                         next_due: AtomicU64::new(NEVER),
+                        refs: AtomicUsize::new(0),
                     })
                 })
                 .collect(),
@@ -295,6 +313,8 @@ impl Driver {
             waking: AtomicUsize::new(0),
             worker0_parked: AtomicBool::new(false),
             metrics: Metrics::new(workers, metrics),
+            #[cfg(loom)]
+            alive: Alive(crate::loom::UnsafeCell::new(())),
         }
     }
 
@@ -371,6 +391,25 @@ impl Driver {
 
     fn shard(&self, index: u32) -> &Shard {
         &self.shards[index as usize]
+    }
+
+    /// A `DriverRef` is about to let go of the driver (checked under loom).
+    #[inline]
+    pub(crate) fn let_go(&self) {
+        #[cfg(loom)]
+        self.alive.0.with(|_| ());
+    }
+
+    /// The count of shards.
+    pub(crate) fn shards(&self) -> u32 {
+        // One per worker, and worker counts fit in a u32.
+        self.shards.len() as u32
+    }
+
+    /// The count of references to the driver held in shard `index` (see `DriverRef`).
+    #[inline]
+    pub(crate) fn shard_refs(&self, index: u32) -> &AtomicUsize {
+        &self.shard(index).refs
     }
 
     /// Registers an entry whose waker is already stored: links it at `tick` in shard `shard`,
@@ -818,6 +857,13 @@ impl Driver {
     }
 }
 
+#[cfg(loom)]
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.alive.0.with_mut(|_| ());
+    }
+}
+
 impl fmt::Debug for Driver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Driver")
@@ -835,6 +881,7 @@ mod tests {
 
     use super::*;
     use crate::loom::Arc;
+    use crate::time::driver_ref::DriverRef;
     use crate::time::entry::TimerEntry;
     use crate::time::park::DriverParker;
 
@@ -878,7 +925,7 @@ mod tests {
         let mut timers: Vec<Pin<Box<TimerEntry>>> = (0..2 * WAKE_BATCH)
             .map(|_| {
                 Box::pin(TimerEntry::new(
-                    driver.clone(),
+                    DriverRef::new(driver),
                     driver.tick_instant(tick),
                     true,
                 ))

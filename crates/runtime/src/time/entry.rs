@@ -12,14 +12,16 @@ use std::task::{Context, Poll};
 use escapement_wheel::Node;
 use pin_project_lite::pin_project;
 
-use super::driver::{Driver, Registered, TimerShared, CLOSING, FIRED, FIRING, MAX_TICK, SHUTDOWN};
+use super::driver::{Registered, TimerShared, CLOSING, FIRED, FIRING, MAX_TICK, SHUTDOWN};
+use super::driver_ref::DriverRef;
 use super::Instant;
-use crate::loom::{Arc, Ordering};
+use crate::loom::Ordering;
 
 pin_project! {
-    /// One timer: the driver it belongs to, its deadline, and its wheel node.
+    /// One timer: the driver it belongs to (counted in the shard it registers in), its
+    /// deadline, and its wheel node.
     pub(crate) struct TimerEntry {
-        driver: Arc<Driver>,
+        driver: DriverRef,
         deadline: Instant,
         // Whether the driver knows the node since it was last armed: its `state` is then
         // meaningful, and dropping the entry may need the lock. Only the owner reads it.
@@ -28,9 +30,6 @@ pin_project! {
         // the clock. Not for a deadline set a tick or more past a clock reading just taken
         // (`sleep(d)`), which saves the common first poll a clock read.
         may_be_past: bool,
-        // The driver's shard the node is registered in, chosen when it registers; only the
-        // owner reads it.
-        shard: u32,
         #[pin]
         node: Node<TimerShared>,
     }
@@ -45,7 +44,7 @@ pin_project! {
             // Acquire pairs with the driver's Release store of its last access.
             let state = node.value().state.load(Ordering::Acquire);
             if state != FIRED && state != SHUTDOWN {
-                this.driver.cancel(node, *this.shard);
+                this.driver.cancel(node, this.driver.shard());
             }
             node.value().dying();
         }
@@ -55,13 +54,12 @@ pin_project! {
 impl TimerEntry {
     /// A timer for `deadline`; `may_be_past` unless the deadline was set a tick or more after
     /// a clock reading just taken.
-    pub(crate) fn new(driver: Arc<Driver>, deadline: Instant, may_be_past: bool) -> TimerEntry {
+    pub(crate) fn new(driver: DriverRef, deadline: Instant, may_be_past: bool) -> TimerEntry {
         TimerEntry {
             driver,
             deadline,
             registered: false,
             may_be_past,
-            shard: 0,
             node: Node::new(TimerShared::new()),
         }
     }
@@ -72,7 +70,7 @@ impl TimerEntry {
 
     /// The driver the timer belongs to.
     #[cfg(loom)]
-    pub(crate) fn driver_ref(&self) -> &Driver {
+    pub(crate) fn driver_ref(&self) -> &super::driver::Driver {
         &self.driver
     }
 
@@ -109,8 +107,7 @@ impl TimerEntry {
             // `register` links it under its shard's lock, which publishes the write.
             unsafe { shared.waker.register_exclusive(cx.waker()) };
             let tick = this.driver.deadline_tick(*this.deadline);
-            *this.shard = this.driver.this_threads_shard();
-            return match this.driver.register(node, *this.shard, tick) {
+            return match this.driver.register(node, this.driver.shard(), tick) {
                 Registered::Pending => Poll::Pending,
                 Registered::Elapsed => Poll::Ready(()),
                 Registered::Shutdown => shutdown_panic(),
@@ -162,7 +159,7 @@ impl TimerEntry {
         }
         // Moving earlier, or re-arming: a deadline already past fires at once.
         let due = deadline <= this.driver.clock().now();
-        this.driver.reregister(node, *this.shard, tick, due);
+        this.driver.reregister(node, this.driver.shard(), tick, due);
     }
 }
 

@@ -131,7 +131,7 @@ impl Interval {
     /// the panic outside a runtime.
     #[track_caller]
     fn new(what: &str, start: Option<Instant>, period: Duration) -> Interval {
-        let driver = Handle::with_current(what, Handle::driver_arc);
+        let driver = Handle::with_current(what, Handle::timer_driver);
         let start = start.unwrap_or_else(|| driver.clock().now());
         let delay = Sleep::until(driver, start);
         Interval {

@@ -8,6 +8,7 @@
 
 pub(crate) mod clock;
 pub(crate) mod driver;
+pub(crate) mod driver_ref;
 pub(crate) mod entry;
 pub mod error;
 mod instant;

@@ -8,10 +8,9 @@ use std::time::Duration;
 
 use pin_project_lite::pin_project;
 
-use super::driver::Driver;
+use super::driver_ref::DriverRef;
 use super::entry::TimerEntry;
 use super::Instant;
-use crate::loom::Arc;
 use crate::runtime::Handle;
 
 /// Waits until `duration` has elapsed.
@@ -46,7 +45,7 @@ use crate::runtime::Handle;
 #[track_caller]
 pub fn sleep(duration: Duration) -> Sleep {
     Sleep::after(
-        Handle::with_current("escapement::time::sleep", Handle::driver_arc),
+        Handle::with_current("escapement::time::sleep", Handle::timer_driver),
         duration,
     )
 }
@@ -77,7 +76,7 @@ pub fn sleep(duration: Duration) -> Sleep {
 #[track_caller]
 pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep::until(
-        Handle::with_current("escapement::time::sleep_until", Handle::driver_arc),
+        Handle::with_current("escapement::time::sleep_until", Handle::timer_driver),
         deadline,
     )
 }
@@ -105,21 +104,21 @@ pin_project! {
     }
 }
 
-// The constructors take the driver, not the `Handle`: only the driver's `Arc` comes out of
+// The constructors take the driver, not the `Handle`: only a reference to the driver comes out of
 // the thread-local access, and the timer is built after it, in place. Building the 96-byte
 // timer inside `Handle::with_current`'s closure moved it through the closure's result and an
 // `Option`, which made `timeout` around a ready future 1.2x tokio's cost instead of 0.94x
 // (docs/benchmarks.md, (a)).
 impl Sleep {
     /// A sleep until `deadline`, which may already have passed.
-    pub(crate) fn until(driver: Arc<Driver>, deadline: Instant) -> Sleep {
+    pub(crate) fn until(driver: DriverRef, deadline: Instant) -> Sleep {
         Sleep {
             entry: TimerEntry::new(driver, deadline, true),
         }
     }
 
     /// A sleep for `duration` from now.
-    pub(crate) fn after(driver: Arc<Driver>, duration: Duration) -> Sleep {
+    pub(crate) fn after(driver: DriverRef, duration: Duration) -> Sleep {
         let deadline = driver.clock().now().saturating_add(duration);
         // A deadline a tick or more ahead is still ahead at a first poll that follows soon;
         // one that is polled late registers and fires at the driver's next turn.

@@ -41,7 +41,7 @@ use crate::runtime::Handle;
 /// Dropping the `Timeout` drops the inner future and cancels the timer.
 #[track_caller]
 pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoFuture> {
-    let driver = Handle::with_current("escapement::time::timeout", Handle::driver_arc);
+    let driver = Handle::with_current("escapement::time::timeout", Handle::timer_driver);
     let delay = Sleep::after(driver, duration);
     Timeout::new(future.into_future(), delay)
 }
@@ -68,7 +68,7 @@ pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoF
 /// Dropping the `Timeout` drops the inner future and cancels the timer.
 #[track_caller]
 pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
-    let driver = Handle::with_current("escapement::time::timeout_at", Handle::driver_arc);
+    let driver = Handle::with_current("escapement::time::timeout_at", Handle::timer_driver);
     let delay = Sleep::until(driver, deadline);
     Timeout::new(future.into_future(), delay)
 }
