@@ -5,16 +5,19 @@
 //! lets go, and the driver writes it as it is dropped), and nothing leaks.
 #![cfg(loom)]
 
-use escapement::loom_api::{enter_shard, Driver, TimerPoll};
+use escapement::loom_api::{Driver, TimerPoll};
 use escapement_loom_tests::counting_waker;
 use loom::thread;
 
 /// Far enough that the timers never fire.
 const FAR: u64 = 2_000_000_000;
 
-/// Makes a timer, lets go of `driver`, registers the timer and drops it.
-fn use_and_let_go(driver: Driver) {
+/// Makes a timer (in shard `shard`, or the thread's default, 0), lets go of `driver`,
+/// registers the timer and drops it.
+fn use_and_let_go(driver: Driver, shard: Option<usize>) {
+    let guard = shard.map(|index| driver.enter_shard(index));
     let mut timer = driver.timer(FAR);
+    drop(guard);
     drop(driver);
     let (waker, _) = counting_waker();
     assert_eq!(timer.poll(&waker), TimerPoll::Pending);
@@ -27,8 +30,8 @@ fn two_threads_counting_in_one_shard() {
         let (driver, worker0) = Driver::with_shards(false, 2);
         drop(worker0);
         let other = driver.clone();
-        let thread = thread::spawn(move || use_and_let_go(other));
-        use_and_let_go(driver);
+        let thread = thread::spawn(move || use_and_let_go(other, None));
+        use_and_let_go(driver, None);
         thread.join().unwrap();
     });
 }
@@ -39,11 +42,8 @@ fn two_threads_counting_in_two_shards() {
         let (driver, worker0) = Driver::with_shards(false, 2);
         drop(worker0);
         let other = driver.clone();
-        let thread = thread::spawn(move || {
-            enter_shard(1);
-            use_and_let_go(other);
-        });
-        use_and_let_go(driver);
+        let thread = thread::spawn(move || use_and_let_go(other, Some(1)));
+        use_and_let_go(driver, None);
         thread.join().unwrap();
     });
 }

@@ -54,12 +54,12 @@ fn a_registration_in_a_shard_already_looked_at_wakes_worker0() {
     loom::model(|| {
         let (driver, mut worker0) = Driver::with_shards(false, 2);
         let (waker, _) = counting_waker();
-        escapement::loom_api::enter_shard(1);
+        let shard = driver.enter_shard(1);
         let mut later = driver.timer(FAR);
         assert_eq!(later.poll(&waker), TimerPoll::Pending);
+        drop(shard);
 
         let parked = thread::spawn(move || worker0.park());
-        escapement::loom_api::enter_shard(0);
         let mut earlier = driver.timer(SOON);
         assert_eq!(earlier.poll(&waker), TimerPoll::Pending);
         parked.join().unwrap();
@@ -80,8 +80,9 @@ fn a_registration_racing_two_parks_in_a_row_is_never_lost() {
             worker0.park();
             worker0.park();
         });
-        escapement::loom_api::enter_shard(1);
+        let shard = driver.enter_shard(1);
         let mut earlier = driver.timer(SOON);
+        drop(shard);
         assert_eq!(earlier.poll(&waker), TimerPoll::Pending);
         parked.join().unwrap();
     });

@@ -33,9 +33,13 @@ pub struct Driver {
     inner: Arc<driver::Driver>,
 }
 
-/// Makes the calling thread register its timers in shard `index`, as worker `index` does.
-pub fn enter_shard(index: usize) {
-    driver::enter_shard(index);
+/// From [`Driver::enter_shard`]: the thread's timers go back to shard 0 when it drops.
+pub struct ShardGuard(());
+
+impl Drop for ShardGuard {
+    fn drop(&mut self) {
+        driver::leave_shard();
+    }
 }
 
 /// Worker 0's side: the parker it sleeps on.
@@ -52,15 +56,13 @@ impl Driver {
     }
 
     /// As [`Driver::new`], for a runtime of `shards` workers: the wheel has a shard per
-    /// worker, and a thread registers its timers in the one [`enter_shard`] chose.
+    /// worker, and a thread's timers belong to the one [`Driver::enter_shard`] chose.
     pub fn with_shards(paused: bool, shards: usize) -> (Driver, Worker0) {
         let origin = std::time::Instant::now();
         let tick = Duration::from_millis(1);
         let (parker, unparker) = DriverParker::new(tick).expect("the loom parker cannot fail");
         let clock = Clock::new(origin, tick, paused);
-        let inner = Arc::new(driver::Driver::new(
-            clock, origin, tick, unparker, shards, true,
-        ));
+        let inner = driver::Driver::new(clock, origin, tick, unparker, shards, true);
         (
             Driver {
                 inner: inner.clone(),
@@ -70,6 +72,13 @@ impl Driver {
                 driver: inner,
             },
         )
+    }
+
+    /// Makes the timers of this driver made on the calling thread belong to shard `index`,
+    /// as worker `index`'s do, until the guard drops (before the driver does).
+    pub fn enter_shard(&self, index: usize) -> ShardGuard {
+        driver::enter_shard(&self.inner, index);
+        ShardGuard(())
     }
 
     /// A timer due at `tick`, not yet registered (it registers at its first poll).

@@ -295,14 +295,14 @@ mod tests {
         let origin = Instant::now();
         let tick = Duration::from_millis(1);
         let (_worker0, unparker) = DriverParker::new(tick).expect("a poll");
-        let driver = Arc::new(Driver::new(
+        let driver = Driver::new(
             Clock::new(origin, tick, false),
             origin,
             tick,
             unparker,
             2,
             false,
-        ));
+        );
         let deadline = crate::time::Instant::from_std(Instant::now() + Duration::from_millis(2));
         let mut timer = pin!(TimerEntry::new(DriverRef::new(&driver), deadline, true));
         assert!(timer

@@ -184,14 +184,7 @@ impl Builder {
         let (driver_parker, driver_unparker) = DriverParker::new(tick)?;
         let mut driver_parker = Some(driver_parker);
         let clock = Clock::new(origin, tick, self.start_paused);
-        let driver = Arc::new(Driver::new(
-            clock,
-            origin,
-            tick,
-            driver_unparker,
-            workers,
-            self.metrics,
-        ));
+        let driver = Driver::new(clock, origin, tick, driver_unparker, workers, self.metrics);
 
         let mut queues = Vec::with_capacity(workers);
         let mut parks = Vec::with_capacity(workers);

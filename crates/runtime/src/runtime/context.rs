@@ -23,6 +23,7 @@ thread_local_const! {
 }
 
 /// Runs `f` with the current runtime's handle, if the thread is in one.
+#[inline]
 pub(crate) fn with_handle<R>(f: impl FnOnce(&Handle) -> R) -> Option<R> {
     CURRENT
         .try_with(|current| current.borrow().as_ref().map(f))

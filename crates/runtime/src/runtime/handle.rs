@@ -197,6 +197,7 @@ impl Handle {
     }
 
     /// A reference to the timer driver for a timer made on this thread.
+    #[inline]
     pub(crate) fn timer_driver(&self) -> DriverRef {
         DriverRef::new(&self.shared.driver)
     }

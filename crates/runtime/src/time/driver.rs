@@ -13,13 +13,14 @@
 //! # Shards
 //!
 //! The wheel is split into one shard per worker, each a wheel behind its own lock, all fired
-//! by worker 0. A timer goes into the shard of the worker that registers it (threads outside
-//! the runtime use shard 0; a worker of another runtime, its index modulo the shard count)
-//! and stays there until it fires or is cancelled, whichever thread
-//! then touches it. Registering and cancelling on different workers thus take different
-//! locks: with one lock, two workers doing nothing but register and cancel spend most of
-//! their time waiting for each other (`docs/benchmarks.md`, (b) contended). Worker 0 pays
-//! for it with one lock per shard that has something due, and one per shard when it parks.
+//! by worker 0. A timer belongs to the shard of the thread that made it (a worker's own;
+//! threads outside the runtime and workers of another runtime use shard 0): it registers
+//! there, stays there until it fires or is cancelled, whichever thread then touches it, and
+//! counts its reference to the driver there (`DriverRef`). Timers made on different workers
+//! thus take different locks and write different cache lines: with one lock and one `Arc`
+//! count, two workers doing nothing but register and cancel spend most of their time waiting
+//! for each other (`docs/benchmarks.md`, (b) contended). Worker 0 pays for it with one lock
+//! per shard that has something due, and one per shard when it parks.
 //!
 //! `sleeping_until` is stored as a tick only while every shard's lock is held (worker 0
 //! takes them all, in order, to compute its next expiry), and read by a registration under
@@ -81,7 +82,7 @@ use std::cell::Cell;
 use crossbeam_utils::CachePadded;
 
 use crate::loom::{
-    thread_local_const, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering,
+    thread_local_const, Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering,
 };
 use crate::metrics::{Metrics, RuntimeMetrics};
 use crate::sync::AtomicWaker;
@@ -212,7 +213,7 @@ struct Alive(crate::loom::UnsafeCell<()>);
 unsafe impl Sync for Alive {}
 
 /// One part of the wheel.
-struct Shard {
+pub(crate) struct Shard {
     inner: Mutex<Inner>,
     /// The earliest tick at which something in this shard may be due, or `NEVER`; written
     /// under the shard's lock, read without it to decide whether a turn needs the lock at
@@ -220,6 +221,22 @@ struct Shard {
     next_due: AtomicU64,
     /// The timers counted in this shard, which keep the driver alive (`DriverRef`).
     refs: AtomicUsize,
+    /// The shard's index in its driver.
+    index: u32,
+}
+
+impl Shard {
+    /// The count of references to the driver held in this shard (see `DriverRef`).
+    #[inline]
+    pub(crate) fn refs(&self) -> &AtomicUsize {
+        &self.refs
+    }
+
+    /// The shard's index in its driver.
+    #[inline]
+    pub(crate) fn index(&self) -> u32 {
+        self.index
+    }
 }
 
 struct Inner {
@@ -228,19 +245,22 @@ struct Inner {
 }
 
 thread_local_const! {
-    /// The shard this thread registers timers in: its worker's index, 0 on other threads.
-    static SHARD: Cell<usize> = Cell::new(0);
+    /// The shard the timers made on this thread belong to, with its driver: a worker's own,
+    /// set while it runs its loop; null on other threads.
+    static SHARD: Cell<(*const Driver, *const Shard)> =
+        Cell::new((std::ptr::null(), std::ptr::null()));
 }
 
-/// Makes this thread register its timers in shard `index` (a worker's index; a runtime with
-/// fewer shards takes it modulo their count).
-pub(crate) fn enter_shard(index: usize) {
-    SHARD.with(|shard| shard.set(index));
+/// Makes the timers of `driver` made on this thread belong to shard `index` (a worker's
+/// own), until [`leave_shard`]. The caller keeps `driver` alive until then.
+pub(crate) fn enter_shard(driver: &Driver, index: usize) {
+    let shard: *const Shard = &*driver.shards[index];
+    SHARD.with(|current| current.set((driver, shard)));
 }
 
-/// The shard this thread registers timers in, for a driver with `shards` shards.
-fn current_shard(shards: usize) -> usize {
-    SHARD.try_with(Cell::get).unwrap_or(0) % shards
+/// Undoes [`enter_shard`].
+pub(crate) fn leave_shard() {
+    let _ = SHARD.try_with(|current| current.set((std::ptr::null(), std::ptr::null())));
 }
 
 /// Wakers gathered under the lock, woken after it is released.
@@ -290,10 +310,12 @@ impl Driver {
         unparker: DriverUnparker,
         workers: usize,
         metrics: bool,
-    ) -> Driver {
-        Driver {
-            shards: (0..workers.max(1))
-                .map(|_| {
+    ) -> Arc<Driver> {
+        // One shard per worker; worker counts fit in a u32.
+        let shards = u32::try_from(workers.max(1)).expect("at most u32::MAX workers");
+        Arc::new(Driver {
+            shards: (0..shards)
+                .map(|index| {
                     CachePadded::new(Shard {
                         inner: Mutex::new(Inner {
                             wheel: IntrusiveWheel::new(),
@@ -301,6 +323,7 @@ impl Driver {
                         }),
                         next_due: AtomicU64::new(NEVER),
                         refs: AtomicUsize::new(0),
+                        index,
                     })
                 })
                 .collect(),
@@ -315,7 +338,7 @@ impl Driver {
             metrics: Metrics::new(workers, metrics),
             #[cfg(loom)]
             alive: Alive(crate::loom::UnsafeCell::new(())),
-        }
+        })
     }
 
     pub(crate) fn metrics(&self) -> &Metrics {
@@ -382,11 +405,22 @@ impl Driver {
         Instant::from_std(self.origin).saturating_add(offset)
     }
 
-    /// The shard a timer registered by this thread goes into.
+    /// The shard a timer made on this thread belongs to: the worker's own on a worker of
+    /// this runtime, shard 0 elsewhere. A pointer kept for the thread, so that finding it
+    /// takes no load through the driver before the shard's count is incremented.
     #[inline]
-    pub(crate) fn this_threads_shard(&self) -> u32 {
-        // The count of shards is the count of workers, which fits in a u32.
-        current_shard(self.shards.len()) as u32
+    pub(crate) fn this_threads_shard(&self) -> &Shard {
+        let (driver, shard) = SHARD
+            .try_with(Cell::get)
+            .unwrap_or((std::ptr::null(), std::ptr::null()));
+        if std::ptr::eq(driver, self) {
+            // SAFETY: `enter_shard` stored this pair for this driver, which its caller keeps
+            // alive until `leave_shard` clears it; the pointer is to one of its shards, which
+            // live as long as it does.
+            unsafe { &*shard }
+        } else {
+            &self.shards[0]
+        }
     }
 
     fn shard(&self, index: u32) -> &Shard {
@@ -400,16 +434,9 @@ impl Driver {
         self.alive.0.with(|_| ());
     }
 
-    /// The count of shards.
-    pub(crate) fn shards(&self) -> u32 {
-        // One per worker, and worker counts fit in a u32.
-        self.shards.len() as u32
-    }
-
-    /// The count of references to the driver held in shard `index` (see `DriverRef`).
-    #[inline]
-    pub(crate) fn shard_refs(&self, index: u32) -> &AtomicUsize {
-        &self.shard(index).refs
+    /// Every shard, in order.
+    pub(crate) fn shards(&self) -> impl Iterator<Item = &Shard> {
+        self.shards.iter().map(|shard| &**shard)
     }
 
     /// Registers an entry whose waker is already stored: links it at `tick` in shard `shard`,
@@ -889,14 +916,14 @@ mod tests {
         let origin = std::time::Instant::now();
         let tick = Duration::from_millis(1);
         let (_parker, unparker) = DriverParker::new(tick).expect("a poll");
-        Arc::new(Driver::new(
+        Driver::new(
             Clock::new(origin, tick, true),
             origin,
             tick,
             unparker,
             1,
             true,
-        ))
+        )
     }
 
     /// A waker that, the first time it is woken, has the driver process at an older tick,

@@ -25,18 +25,21 @@ use std::fmt;
 use std::ops::Deref;
 use std::ptr::NonNull;
 
-use super::driver::Driver;
+use super::driver::{Driver, Shard};
 use crate::loom::{fence, Arc, Ordering};
 
-/// A counted reference to a timer driver, in one of its shards.
+/// A counted reference to a timer driver, in one of its shards: pointers to both. (A pointer
+/// to the shard alone, with the shard pointing at its driver, saves 8 bytes per timer but
+/// costs a load before the clock read of every `sleep` and `timeout`: measured on `timeout`
+/// around a ready future, 50.2 ns against 48.2 to 49.4.)
 pub(crate) struct DriverRef {
+    shard: NonNull<Shard>,
     driver: NonNull<Driver>,
-    shard: u32,
 }
 
-// SAFETY: a `DriverRef` is a shared reference to a `Driver` that it keeps alive, as an
-// `Arc<Driver>` is; `Driver` is `Send` and `Sync`, so sharing or sending that reference across
-// threads is sound.
+// SAFETY: a `DriverRef` is a shared reference to a `Driver` (and to one of its shards) that
+// it keeps alive, as an `Arc<Driver>` is; `Driver` and `Shard` are `Send` and `Sync`, so
+// sharing or sending that reference across threads is sound.
 unsafe impl Send for DriverRef {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for DriverRef {}
@@ -48,32 +51,38 @@ impl DriverRef {
         DriverRef::in_shard(driver, driver.this_threads_shard())
     }
 
-    /// A reference counted in shard `shard`.
+    /// A reference counted in `shard`, one of `driver`'s.
     #[inline]
-    pub(crate) fn in_shard(driver: &Arc<Driver>, shard: u32) -> DriverRef {
+    fn in_shard(driver: &Arc<Driver>, shard: &Shard) -> DriverRef {
         // Relaxed, as `Arc::clone`: the caller holds a reference, so the driver is alive.
-        if driver.shard_refs(shard).fetch_add(1, Ordering::Relaxed) == 0 {
-            // SAFETY: `driver` is a live `Arc<Driver>`, so the pointer came from `Arc::new`
-            // and its strong count is at least one. The shard now holds this reference.
-            unsafe { Arc::increment_strong_count(Arc::as_ptr(driver)) };
+        if shard.refs().fetch_add(1, Ordering::Relaxed) == 0 {
+            hold(driver);
         }
         DriverRef {
+            shard: NonNull::from(shard),
             driver: NonNull::from(&**driver),
-            shard,
         }
     }
 
     /// One reference in every shard of `driver`: what the runtime holds while it lives.
     pub(crate) fn every_shard(driver: &Arc<Driver>) -> Vec<DriverRef> {
-        (0..driver.shards())
+        driver
+            .shards()
             .map(|shard| DriverRef::in_shard(driver, shard))
             .collect()
     }
 
-    /// The shard this reference is counted in, which its timer registers in.
+    /// The index of the shard this reference is counted in, which its timer registers in.
     #[inline]
     pub(crate) fn shard(&self) -> u32 {
-        self.shard
+        self.shard_ref().index()
+    }
+
+    #[inline]
+    fn shard_ref(&self) -> &Shard {
+        // SAFETY: the shard is part of the driver, which this reference keeps alive (see
+        // `deref`).
+        unsafe { self.shard.as_ref() }
     }
 }
 
@@ -91,26 +100,51 @@ impl Deref for DriverRef {
 impl Drop for DriverRef {
     #[inline]
     fn drop(&mut self) {
+        let shard = self.shard_ref();
+        let driver = self.driver.as_ptr().cast_const();
         self.let_go();
         // Release: every use of the driver through this reference happens before the
         // decrement, and so before the thread that reaches zero gives the shard's strong
         // reference back.
-        if self.shard_refs(self.shard).fetch_sub(1, Ordering::Release) != 1 {
+        if shard.refs().fetch_sub(1, Ordering::Release) != 1 {
             return;
         }
-        // Acquire pairs with the Release decrements of the shard's other references.
-        fence(Ordering::Acquire);
         // SAFETY: the count went from 1 to 0, so the shard holds a strong reference (taken by
         // whoever moved it from 0 to 1) that no one else will give back; the pointer came from
-        // `Arc::as_ptr` of that `Arc`. Nothing of `self` is read afterwards.
-        unsafe { Arc::decrement_strong_count(self.driver.as_ptr().cast_const()) };
+        // `Arc::as_ptr` of that `Arc`. Neither the shard nor `self` is read afterwards.
+        unsafe { release(driver) };
     }
+}
+
+/// A shard's count left zero: the shard takes a strong reference to `driver`. Out of line:
+/// while the runtime lives, its own count in every shard keeps this from happening.
+#[cold]
+#[inline(never)]
+fn hold(driver: &Arc<Driver>) {
+    // SAFETY: `driver` is a live `Arc<Driver>`, so the pointer came from `Arc::new` and its
+    // strong count is at least one.
+    unsafe { Arc::increment_strong_count(Arc::as_ptr(driver)) };
+}
+
+/// A shard's count reached zero: the shard gives its strong reference to the driver back.
+///
+/// # Safety
+///
+/// The caller moved a shard's count from 1 to 0, so that shard holds a strong reference to
+/// `driver` that no one else will give back; `driver` came from `Arc::as_ptr`.
+#[cold]
+#[inline(never)]
+unsafe fn release(driver: *const Driver) {
+    // Acquire pairs with the Release decrements of the shard's other references.
+    fence(Ordering::Acquire);
+    // SAFETY: as the caller promised.
+    unsafe { Arc::decrement_strong_count(driver) };
 }
 
 impl fmt::Debug for DriverRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DriverRef")
-            .field("shard", &self.shard)
+            .field("shard", &self.shard())
             .finish_non_exhaustive()
     }
 }

@@ -42,6 +42,7 @@ use crate::runtime::Handle;
 /// # Cancel safety
 ///
 /// Dropping the `Sleep` before it completes cancels the timer (an O(1) unlink).
+#[inline]
 #[track_caller]
 pub fn sleep(duration: Duration) -> Sleep {
     Sleep::after(
@@ -73,6 +74,7 @@ pub fn sleep(duration: Duration) -> Sleep {
 /// # Cancel safety
 ///
 /// Dropping the `Sleep` early cancels the timer.
+#[inline]
 #[track_caller]
 pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep::until(

@@ -39,6 +39,7 @@ use crate::runtime::Handle;
 /// # Cancel safety
 ///
 /// Dropping the `Timeout` drops the inner future and cancels the timer.
+#[inline]
 #[track_caller]
 pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoFuture> {
     let driver = Handle::with_current("escapement::time::timeout", Handle::timer_driver);
@@ -66,6 +67,7 @@ pub fn timeout<F: IntoFuture>(duration: Duration, future: F) -> Timeout<F::IntoF
 /// # Cancel safety
 ///
 /// Dropping the `Timeout` drops the inner future and cancels the timer.
+#[inline]
 #[track_caller]
 pub fn timeout_at<F: IntoFuture>(deadline: Instant, future: F) -> Timeout<F::IntoFuture> {
     let driver = Handle::with_current("escapement::time::timeout_at", Handle::timer_driver);
