@@ -221,8 +221,6 @@ pub(crate) struct Shard {
     next_due: AtomicU64,
     /// The timers counted in this shard, which keep the driver alive (`DriverRef`).
     refs: AtomicUsize,
-    /// The shard's index in its driver.
-    index: u32,
 }
 
 impl Shard {
@@ -230,12 +228,6 @@ impl Shard {
     #[inline]
     pub(crate) fn refs(&self) -> &AtomicUsize {
         &self.refs
-    }
-
-    /// The shard's index in its driver.
-    #[inline]
-    pub(crate) fn index(&self) -> u32 {
-        self.index
     }
 }
 
@@ -311,11 +303,9 @@ impl Driver {
         workers: usize,
         metrics: bool,
     ) -> Arc<Driver> {
-        // One shard per worker; worker counts fit in a u32.
-        let shards = u32::try_from(workers.max(1)).expect("at most u32::MAX workers");
         Arc::new(Driver {
-            shards: (0..shards)
-                .map(|index| {
+            shards: (0..workers.max(1))
+                .map(|_| {
                     CachePadded::new(Shard {
                         inner: Mutex::new(Inner {
                             wheel: IntrusiveWheel::new(),
@@ -323,7 +313,6 @@ impl Driver {
                         }),
                         next_due: AtomicU64::new(NEVER),
                         refs: AtomicUsize::new(0),
-                        index,
                     })
                 })
                 .collect(),
@@ -423,8 +412,9 @@ impl Driver {
         }
     }
 
-    fn shard(&self, index: u32) -> &Shard {
-        &self.shards[index as usize]
+    /// Whether `shard` is one of this driver's.
+    fn owns(&self, shard: &Shard) -> bool {
+        self.shards().any(|own| std::ptr::eq(own, shard))
     }
 
     /// A `DriverRef` is about to let go of the driver (checked under loom).
@@ -439,17 +429,17 @@ impl Driver {
         self.shards.iter().map(|shard| &**shard)
     }
 
-    /// Registers an entry whose waker is already stored: links it at `tick` in shard `shard`,
-    /// or marks it fired if that tick has passed. Wakes worker 0 if it sleeps toward a later
+    /// Registers an entry whose waker is already stored: links it at `tick` in `shard` (one
+    /// of this driver's), or marks it fired if that tick has passed. Wakes worker 0 if it sleeps toward a later
     /// tick.
     pub(crate) fn register(
         &self,
         node: Pin<&Node<TimerShared>>,
-        shard: u32,
+        shard: &Shard,
         tick: u64,
     ) -> Registered {
+        debug_assert!(self.owns(shard));
         let shared = node.value();
-        let shard = self.shard(shard);
         let mut inner = shard.inner.lock();
         if inner.shutdown {
             shared.state.store(SHUTDOWN, Ordering::Release);
@@ -477,12 +467,12 @@ impl Driver {
     pub(crate) fn reregister(
         &self,
         node: Pin<&Node<TimerShared>>,
-        shard: u32,
+        shard: &Shard,
         tick: u64,
         due: bool,
     ) {
+        debug_assert!(self.owns(shard));
         let shared = node.value();
-        let shard = self.shard(shard);
         let mut inner = shard.inner.lock();
         // SAFETY: as in `register`.
         unsafe { inner.wheel.remove(node) };
@@ -526,9 +516,10 @@ impl Driver {
         }
     }
 
-    /// Unlinks an entry of shard `shard` (its owner is dropping it).
-    pub(crate) fn cancel(&self, node: Pin<&Node<TimerShared>>, shard: u32) {
-        let mut inner = self.shard(shard).inner.lock();
+    /// Unlinks an entry of `shard` (its owner is dropping it).
+    pub(crate) fn cancel(&self, node: Pin<&Node<TimerShared>>, shard: &Shard) {
+        debug_assert!(self.owns(shard));
+        let mut inner = shard.inner.lock();
         // SAFETY: as in `register`.
         let was_linked = unsafe { inner.wheel.remove(node) };
         drop(inner);

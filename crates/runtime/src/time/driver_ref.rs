@@ -72,14 +72,9 @@ impl DriverRef {
             .collect()
     }
 
-    /// The index of the shard this reference is counted in, which its timer registers in.
+    /// The shard this reference is counted in, which its timer registers in.
     #[inline]
-    pub(crate) fn shard(&self) -> u32 {
-        self.shard_ref().index()
-    }
-
-    #[inline]
-    fn shard_ref(&self) -> &Shard {
+    pub(crate) fn shard(&self) -> &Shard {
         // SAFETY: the shard is part of the driver, which this reference keeps alive (see
         // `deref`).
         unsafe { self.shard.as_ref() }
@@ -100,7 +95,7 @@ impl Deref for DriverRef {
 impl Drop for DriverRef {
     #[inline]
     fn drop(&mut self) {
-        let shard = self.shard_ref();
+        let shard = self.shard();
         let driver = self.driver.as_ptr().cast_const();
         self.let_go();
         // Release: every use of the driver through this reference happens before the
@@ -144,7 +139,7 @@ unsafe fn release(driver: *const Driver) {
 impl fmt::Debug for DriverRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DriverRef")
-            .field("shard", &self.shard())
+            .field("shard", &self.shard)
             .finish_non_exhaustive()
     }
 }
