@@ -1,12 +1,14 @@
 //! Model 15: the references timers hold to their driver, counted per shard (`DriverRef`).
 //! Timers on two threads are made, registered and dropped while the last other owner of the
-//! driver lets go of it. The driver is freed exactly once, after every use through a timer
+//! driver lets go of it; a thread in a shard makes timers from its credit, and returns it as
+//! it leaves while another thread drops one of them. The driver is freed exactly once, after every use through a timer
 //! (the runtime's loom build checks that: each reference reads a loom cell of the driver as it
 //! lets go, and the driver writes it as it is dropped), and nothing leaks.
 #![cfg(loom)]
 
 use escapement::loom_api::{Driver, TimerPoll};
 use escapement_loom_tests::counting_waker;
+use loom::sync::{Arc, Mutex};
 use loom::thread;
 
 /// Far enough that the timers never fire.
@@ -44,6 +46,39 @@ fn two_threads_counting_in_two_shards() {
         let other = driver.clone();
         let thread = thread::spawn(move || use_and_let_go(other, Some(1)));
         use_and_let_go(driver, None);
+        thread.join().unwrap();
+    });
+}
+
+/// A thread in shard 1 makes two timers from its credit (a batch is two under loom, so the
+/// second takes a new one) and hands the first to the main thread, which drops it before or
+/// after the thread leaves the shard. The thread registers the second and drops it into its
+/// credit, which it returns as it leaves. Both threads let go of the driver first, so the
+/// shard's count is all that keeps it alive.
+#[test]
+fn a_thread_returns_its_credit_while_another_drops_a_timer_made_from_it() {
+    loom::model(|| {
+        let (driver, worker0) = Driver::with_shards(false, 2);
+        drop(worker0);
+        let slot = Arc::new(Mutex::new(None));
+        let (other, handoff) = (driver.clone(), slot.clone());
+        let thread = thread::spawn(move || {
+            let guard = other.enter_shard(1);
+            let given = other.timer(FAR);
+            let mut kept = other.timer(FAR);
+            drop(other);
+            *handoff.lock().unwrap() = Some(given);
+            let (waker, _) = counting_waker();
+            assert_eq!(kept.poll(&waker), TimerPoll::Pending);
+            drop(kept);
+            drop(guard);
+        });
+        drop(driver);
+        let given = slot.lock().unwrap().take();
+        if let Some(mut timer) = given {
+            let (waker, _) = counting_waker();
+            assert_eq!(timer.poll(&waker), TimerPoll::Pending);
+        }
         thread.join().unwrap();
     });
 }

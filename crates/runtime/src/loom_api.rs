@@ -21,7 +21,7 @@ use crate::task::list::OwnedTasks;
 use crate::task::{Notified, Schedule, Task};
 use crate::time::clock::Clock;
 use crate::time::driver;
-use crate::time::driver_ref::DriverRef;
+use crate::time::driver_ref::{self, DriverRef};
 use crate::time::entry::TimerEntry;
 use crate::time::park::DriverParker;
 use crate::JoinHandle;
@@ -33,12 +33,13 @@ pub struct Driver {
     inner: Arc<driver::Driver>,
 }
 
-/// From [`Driver::enter_shard`]: the thread's timers go back to shard 0 when it drops.
+/// From [`Driver::enter_shard`]: when it drops, the thread returns its credit to the shard
+/// and its timers go back to shard 0.
 pub struct ShardGuard(());
 
 impl Drop for ShardGuard {
     fn drop(&mut self) {
-        driver::leave_shard();
+        driver_ref::leave_shard();
     }
 }
 
@@ -75,9 +76,10 @@ impl Driver {
     }
 
     /// Makes the timers of this driver made on the calling thread belong to shard `index`,
-    /// as worker `index`'s do, until the guard drops (before the driver does).
+    /// as worker `index`'s do, and count there from the thread's credit, until the guard
+    /// drops. The credit keeps the driver alive until then.
     pub fn enter_shard(&self, index: usize) -> ShardGuard {
-        driver::enter_shard(&self.inner, index);
+        driver_ref::enter_shard(&self.inner, index);
         ShardGuard(())
     }
 

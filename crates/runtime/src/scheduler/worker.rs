@@ -129,7 +129,7 @@ impl Worker {
         });
         let driver = self.shared().driver.clone();
         driver.metrics().enter_worker(self.index);
-        crate::time::driver::enter_shard(&driver, self.index);
+        crate::time::driver_ref::enter_shard(&driver, self.index);
         // Whatever happens below, even a panic in the runtime itself, the worker leaves as
         // a worker, so shutdown never waits for it forever.
         let _exit = Exit(self.shared().clone());
@@ -262,7 +262,7 @@ impl Drop for Exit {
             while local.queue.pop().is_some() {}
         }
         self.0.driver.metrics().exit_worker();
-        crate::time::driver::leave_shard();
+        crate::time::driver_ref::leave_shard();
         self.0.worker_exited();
     }
 }

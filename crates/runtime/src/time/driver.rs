@@ -77,13 +77,10 @@ use escapement_wheel::{IntrusiveWheel, Node};
 use super::clock::Clock;
 use super::park::{DriverUnparker, Wakeup};
 use super::Instant;
-use std::cell::Cell;
 
 use crossbeam_utils::CachePadded;
 
-use crate::loom::{
-    thread_local_const, Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering,
-};
+use crate::loom::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::metrics::{Metrics, RuntimeMetrics};
 use crate::sync::AtomicWaker;
 
@@ -236,25 +233,6 @@ struct Inner {
     shutdown: bool,
 }
 
-thread_local_const! {
-    /// The shard the timers made on this thread belong to, with its driver: a worker's own,
-    /// set while it runs its loop; null on other threads.
-    static SHARD: Cell<(*const Driver, *const Shard)> =
-        Cell::new((std::ptr::null(), std::ptr::null()));
-}
-
-/// Makes the timers of `driver` made on this thread belong to shard `index` (a worker's
-/// own), until [`leave_shard`]. The caller keeps `driver` alive until then.
-pub(crate) fn enter_shard(driver: &Driver, index: usize) {
-    let shard: *const Shard = &*driver.shards[index];
-    SHARD.with(|current| current.set((driver, shard)));
-}
-
-/// Undoes [`enter_shard`].
-pub(crate) fn leave_shard() {
-    let _ = SHARD.try_with(|current| current.set((std::ptr::null(), std::ptr::null())));
-}
-
 /// Wakers gathered under the lock, woken after it is released.
 struct WakeList {
     wakers: [Option<Waker>; WAKE_BATCH],
@@ -394,22 +372,10 @@ impl Driver {
         Instant::from_std(self.origin).saturating_add(offset)
     }
 
-    /// The shard a timer made on this thread belongs to: the worker's own on a worker of
-    /// this runtime, shard 0 elsewhere. A pointer kept for the thread, so that finding it
-    /// takes no load through the driver before the shard's count is incremented.
+    /// Shard `index`.
     #[inline]
-    pub(crate) fn this_threads_shard(&self) -> &Shard {
-        let (driver, shard) = SHARD
-            .try_with(Cell::get)
-            .unwrap_or((std::ptr::null(), std::ptr::null()));
-        if std::ptr::eq(driver, self) {
-            // SAFETY: `enter_shard` stored this pair for this driver, which its caller keeps
-            // alive until `leave_shard` clears it; the pointer is to one of its shards, which
-            // live as long as it does.
-            unsafe { &*shard }
-        } else {
-            &self.shards[0]
-        }
+    pub(crate) fn shard(&self, index: usize) -> &Shard {
+        &self.shards[index]
     }
 
     /// Whether `shard` is one of this driver's.

@@ -9,8 +9,8 @@
 //! worker's shard, the one it registers in.
 //!
 //! The driver's memory is still an `Arc<Driver>`. A shard whose count is not zero holds one
-//! strong reference to it, which the timer that moves the count from 0 to 1 takes and the one
-//! that moves it from 1 to 0 gives back. Making a timer requires an `Arc<Driver>` in hand (the
+//! strong reference to it, which whatever moves the count up from zero takes and whatever
+//! moves it down to zero gives back. Making a timer requires an `Arc<Driver>` in hand (the
 //! runtime's handle holds one), so taking that strong reference is always safe, even while
 //! another thread gives the shard's previous one back. While the runtime lives it holds one
 //! count in every shard (`Runtime`'s `timer_holds`), so the counts never reach zero and a
@@ -20,13 +20,110 @@
 //! already holds a reference), a decrement is `Release`, and the thread that reaches zero
 //! issues an `Acquire` fence before it gives the strong reference back, so every use of the
 //! driver through the shard's references happens before the driver can be freed.
+//!
+//! # Credit
+//!
+//! Even on its own cache line, a count costs a worker two atomic read-modify-writes per
+//! timer, and a worker makes and drops most of its timers itself (measured: the two were
+//! most of the difference between a `timeout` around a ready future and tokio's). So a
+//! thread that has entered a shard, as every worker does its own, takes counts from it
+//! [`BATCH`] at a time and keeps them in a thread-local as credit: each timer it makes takes
+//! one, and each timer of that shard dropped on it gives one back, with no atomic operation.
+//! A timer made from credit and dropped on another thread decrements the shard's count
+//! itself, which stays right: the count is the number of timers and credits it backs, and
+//! the credit that timer took was counted when the thread took its batch. The thread keeps
+//! at least one count while it is in the shard (so its shard and driver outlive it there),
+//! returns [`BATCH`] when its credit passes twice that, and returns all of it when it leaves,
+//! with the `Release` a reference's drop has.
 
+use std::cell::Cell;
 use std::fmt;
 use std::ops::Deref;
-use std::ptr::NonNull;
+use std::ptr::{self, NonNull};
 
 use super::driver::{Driver, Shard};
-use crate::loom::{fence, Arc, Ordering};
+use crate::loom::{fence, thread_local_const, Arc, Ordering};
+
+/// The counts a thread takes from its shard at a time, as credit.
+#[cfg(not(loom))]
+const BATCH: usize = 64;
+/// Small under loom, so that a model's few timers reach a refill and a return.
+#[cfg(loom)]
+const BATCH: usize = 2;
+
+/// The shard a thread has entered, with its credit there.
+struct ThreadShard {
+    /// The driver of `shard`; null when the thread is in no shard.
+    driver: Cell<*const Driver>,
+    shard: Cell<*const Shard>,
+    /// The counts this thread took from `shard` and has not handed to a timer: at least one
+    /// while it is in the shard, so they keep the shard and its driver alive.
+    credit: Cell<usize>,
+}
+
+impl ThreadShard {
+    /// A thread in no shard.
+    const fn none() -> ThreadShard {
+        ThreadShard {
+            driver: Cell::new(ptr::null()),
+            shard: Cell::new(ptr::null()),
+            credit: Cell::new(0),
+        }
+    }
+}
+
+thread_local_const! {
+    /// The shard the timers made on this thread belong to: a worker's own, set while it runs
+    /// its loop; none on other threads, whose timers belong to shard 0.
+    static THREAD_SHARD: ThreadShard = ThreadShard::none();
+}
+
+/// Makes the timers of `driver` made on this thread belong to shard `index` (a worker's own)
+/// and count there from the thread's credit, until [`leave_shard`]. The thread must leave
+/// before it exits: until then its credit keeps the driver alive.
+pub(crate) fn enter_shard(driver: &Arc<Driver>, index: usize) {
+    let shard = driver.shard(index);
+    add(driver, shard, BATCH);
+    THREAD_SHARD.with(|this| {
+        debug_assert!(
+            this.shard.get().is_null(),
+            "a thread is in one shard at a time"
+        );
+        this.driver.set(Arc::as_ptr(driver));
+        this.shard.set(shard);
+        this.credit.set(BATCH);
+    });
+}
+
+/// Undoes [`enter_shard`], returning the thread's credit to its shard.
+pub(crate) fn leave_shard() {
+    let _ = THREAD_SHARD.try_with(|this| {
+        let driver = this.driver.replace(ptr::null());
+        let shard = this.shard.replace(ptr::null());
+        let credit = this.credit.replace(0);
+        if shard.is_null() {
+            return;
+        }
+        // SAFETY: the thread's credit, at least one count, has kept the shard alive.
+        let shard = unsafe { &*shard };
+        // Release: as a reference's drop, for the timers whose counts came back as credit.
+        if shard.refs().fetch_sub(credit, Ordering::Release) == credit {
+            // SAFETY: the count went from `credit` to 0: the shard holds a strong reference
+            // that no one else will give back, and `driver` came from `Arc::as_ptr`.
+            unsafe { release(driver) };
+        }
+    });
+}
+
+/// Adds `count` to `shard`'s count, which then holds a strong reference to `driver` if it
+/// did not already.
+#[inline]
+fn add(driver: &Arc<Driver>, shard: &Shard, count: usize) {
+    // Relaxed, as `Arc::clone`: the caller holds a reference, so the driver is alive.
+    if shard.refs().fetch_add(count, Ordering::Relaxed) == 0 {
+        hold(driver);
+    }
+}
 
 /// A counted reference to a timer driver, in one of its shards: pointers to both. (A pointer
 /// to the shard alone, with the shard pointing at its driver, saves 8 bytes per timer but
@@ -45,19 +142,37 @@ unsafe impl Send for DriverRef {}
 unsafe impl Sync for DriverRef {}
 
 impl DriverRef {
-    /// A reference counted in the calling thread's shard.
+    /// A reference counted in the calling thread's shard: from its credit on a thread in a
+    /// shard of `driver`, in shard 0 elsewhere.
     #[inline]
     pub(crate) fn new(driver: &Arc<Driver>) -> DriverRef {
-        DriverRef::in_shard(driver, driver.this_threads_shard())
+        let from_credit = THREAD_SHARD.try_with(|this| {
+            if !ptr::eq(this.driver.get(), Arc::as_ptr(driver)) {
+                return None;
+            }
+            // SAFETY: the thread is in a shard of `driver`, which its credit keeps alive.
+            let shard = unsafe { &*this.shard.get() };
+            let credit = this.credit.get();
+            if credit > 1 {
+                this.credit.set(credit - 1);
+            } else {
+                refill(driver, shard, this);
+            }
+            Some(NonNull::from(shard))
+        });
+        match from_credit {
+            Ok(Some(shard)) => DriverRef {
+                shard,
+                driver: NonNull::from(&**driver),
+            },
+            _ => DriverRef::in_shard(driver, driver.shard(0)),
+        }
     }
 
     /// A reference counted in `shard`, one of `driver`'s.
     #[inline]
     fn in_shard(driver: &Arc<Driver>, shard: &Shard) -> DriverRef {
-        // Relaxed, as `Arc::clone`: the caller holds a reference, so the driver is alive.
-        if shard.refs().fetch_add(1, Ordering::Relaxed) == 0 {
-            hold(driver);
-        }
+        add(driver, shard, 1);
         DriverRef {
             shard: NonNull::from(shard),
             driver: NonNull::from(&**driver),
@@ -98,6 +213,23 @@ impl Drop for DriverRef {
         let shard = self.shard();
         let driver = self.driver.as_ptr().cast_const();
         self.let_go();
+        // Dropped on a thread in this reference's shard: the count joins that thread's
+        // credit, with no atomic; the thread's return of its credit is the `Release`.
+        let to_credit = THREAD_SHARD.try_with(|this| {
+            if !ptr::eq(this.shard.get(), shard) {
+                return false;
+            }
+            let credit = this.credit.get() + 1;
+            if credit > 2 * BATCH {
+                give_back(shard, this);
+            } else {
+                this.credit.set(credit);
+            }
+            true
+        });
+        if matches!(to_credit, Ok(true)) {
+            return;
+        }
         // Release: every use of the driver through this reference happens before the
         // decrement, and so before the thread that reaches zero gives the shard's strong
         // reference back.
@@ -109,6 +241,25 @@ impl Drop for DriverRef {
         // `Arc::as_ptr` of that `Arc`. Neither the shard nor `self` is read afterwards.
         unsafe { release(driver) };
     }
+}
+
+/// The thread's last credit is going to a timer: it takes another batch.
+#[cold]
+#[inline(never)]
+fn refill(driver: &Arc<Driver>, shard: &Shard, this: &ThreadShard) {
+    add(driver, shard, BATCH);
+    this.credit.set(BATCH);
+}
+
+/// The thread's credit passed `2 * BATCH`: it returns a batch, and keeps more than one.
+#[cold]
+#[inline(never)]
+fn give_back(shard: &Shard, this: &ThreadShard) {
+    // Release: as a reference's drop. The count stays above the thread's remaining credit,
+    // so it cannot reach zero here.
+    let before = shard.refs().fetch_sub(BATCH, Ordering::Release);
+    debug_assert!(before > BATCH, "a shard's count covers its threads' credit");
+    this.credit.set(BATCH + 1);
 }
 
 /// A shard's count left zero: the shard takes a strong reference to `driver`. Out of line:
@@ -125,7 +276,7 @@ fn hold(driver: &Arc<Driver>) {
 ///
 /// # Safety
 ///
-/// The caller moved a shard's count from 1 to 0, so that shard holds a strong reference to
+/// The caller moved a shard's count down to 0, so that shard holds a strong reference to
 /// `driver` that no one else will give back; `driver` came from `Arc::as_ptr`.
 #[cold]
 #[inline(never)]
@@ -141,5 +292,119 @@ impl fmt::Debug for DriverRef {
         f.debug_struct("DriverRef")
             .field("shard", &self.shard)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::thread;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::time::clock::Clock;
+    use crate::time::park::DriverParker;
+
+    fn driver(shards: usize) -> Arc<Driver> {
+        let origin = std::time::Instant::now();
+        let tick = Duration::from_millis(1);
+        let (_parker, unparker) = DriverParker::new(tick).expect("a poll");
+        let clock = Clock::new(origin, tick, true);
+        Driver::new(clock, origin, tick, unparker, shards, false)
+    }
+
+    /// Shard `index`'s count.
+    fn count(driver: &Driver, index: usize) -> usize {
+        driver.shard(index).refs().load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn a_thread_in_a_shard_makes_and_drops_its_timers_from_credit() {
+        let driver = driver(2);
+        thread::spawn(move || {
+            enter_shard(&driver, 1);
+            assert_eq!(count(&driver, 1), BATCH);
+            let mut refs: Vec<_> = (1..BATCH).map(|_| DriverRef::new(&driver)).collect();
+            assert!(refs.iter().all(|r| ptr::eq(r.shard(), driver.shard(1))));
+            assert_eq!(count(&driver, 1), BATCH, "made from credit");
+            refs.push(DriverRef::new(&driver));
+            assert_eq!(
+                count(&driver, 1),
+                2 * BATCH,
+                "the last credit went: a refill"
+            );
+            drop(refs);
+            assert_eq!(count(&driver, 1), 2 * BATCH, "dropped into credit");
+            // Timers of the shard made elsewhere and dropped here push the credit past two
+            // batches, twice: a batch goes back each time, and the thread keeps the rest.
+            let elsewhere: Vec<_> = (0..=BATCH)
+                .map(|_| DriverRef::in_shard(&driver, driver.shard(1)))
+                .collect();
+            assert_eq!(count(&driver, 1), 3 * BATCH + 1);
+            drop(elsewhere);
+            assert_eq!(count(&driver, 1), BATCH + 1);
+            leave_shard();
+            assert_eq!((count(&driver, 0), count(&driver, 1)), (0, 0));
+            assert_eq!(Arc::strong_count(&driver), 1, "no shard holds the driver");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_timer_made_from_credit_and_dropped_elsewhere_gives_its_count_back() {
+        let driver = driver(2);
+        let weak = Arc::downgrade(&driver);
+        let timer = thread::spawn(move || {
+            enter_shard(&driver, 1);
+            let timer = DriverRef::new(&driver);
+            // The thread's credit keeps the driver alive without the thread's `Arc`.
+            drop(driver);
+            leave_shard();
+            timer
+        })
+        .join()
+        .unwrap();
+        let driver = weak.upgrade().expect("the timer keeps the driver alive");
+        assert_eq!((count(&driver, 0), count(&driver, 1)), (0, 1));
+        drop(driver);
+        drop(timer);
+        assert!(weak.upgrade().is_none(), "freed with its last timer");
+    }
+
+    #[test]
+    fn a_thread_in_a_shard_keeps_the_driver_until_it_leaves() {
+        let driver = driver(1);
+        let weak = Arc::downgrade(&driver);
+        thread::spawn(move || {
+            enter_shard(&driver, 0);
+            drop(driver);
+            drop(DriverRef::new(
+                &weak.upgrade().expect("the credit holds it"),
+            ));
+            leave_shard();
+            assert!(weak.upgrade().is_none(), "freed as the thread leaves");
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn other_threads_and_other_drivers_count_in_shard_0_at_once() {
+        let (driver, other) = (driver(2), driver(2));
+        let outside = DriverRef::new(&driver);
+        assert_eq!(count(&driver, 0), 1);
+        thread::scope(|scope| {
+            scope.spawn(|| {
+                enter_shard(&other, 1);
+                let foreign = DriverRef::new(&driver);
+                assert!(ptr::eq(foreign.shard(), driver.shard(0)));
+                assert_eq!(count(&driver, 0), 2);
+                drop(foreign);
+                assert_eq!(count(&driver, 0), 1);
+                leave_shard();
+            });
+        });
+        drop(outside);
+        assert_eq!(count(&driver, 0), 0);
     }
 }
