@@ -23,6 +23,7 @@ models=(
     "12-abort-handle-takes-no-reference join_handle"
     "13-park-releases-the-shards-it-looked-at register_park"
     "14-driver-reference-dropped-relaxed driver_ref"
+    "15-credit-returned-relaxed driver_ref"
 )
 
 export RUSTFLAGS="--cfg loom"
