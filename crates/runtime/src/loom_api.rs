@@ -35,12 +35,8 @@ pub struct Driver {
 
 /// From [`Driver::enter_shard`]: when it drops, the thread returns its credit to the shard
 /// and its timers go back to shard 0.
-pub struct ShardGuard(());
-
-impl Drop for ShardGuard {
-    fn drop(&mut self) {
-        driver_ref::leave_shard();
-    }
+pub struct ShardGuard {
+    _in_shard: driver_ref::InShard,
 }
 
 /// Worker 0's side: the parker it sleeps on.
@@ -79,8 +75,9 @@ impl Driver {
     /// as worker `index`'s do, and count there from the thread's credit, until the guard
     /// drops. The credit keeps the driver alive until then.
     pub fn enter_shard(&self, index: usize) -> ShardGuard {
-        driver_ref::enter_shard(&self.inner, index);
-        ShardGuard(())
+        ShardGuard {
+            _in_shard: driver_ref::InShard::enter(&self.inner, index),
+        }
     }
 
     /// A timer due at `tick`, not yet registered (it registers at its first poll).

@@ -6,16 +6,29 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Mutex;
 use std::task::{Context, Waker};
 
 use escapement::time::{sleep, Duration, Sleep};
+
+/// Held by each test: they count the process's file descriptors, so they run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
 
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").expect("procfs").count()
 }
 
+fn registered(mut sleep: Pin<Box<Sleep>>) -> Pin<Box<Sleep>> {
+    let polled = sleep.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+    assert!(polled.is_pending());
+    sleep
+}
+
 #[test]
 fn the_driver_is_freed_after_the_runtime_and_its_last_timer() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let before = open_fds();
     let rt = escapement::Builder::new()
         .worker_threads(2)
@@ -32,12 +45,10 @@ fn the_driver_is_freed_after_the_runtime_and_its_last_timer() {
         sleep(Duration::from_millis(1)).await;
     });
     // One more, registered and kept past the runtime.
-    let mut kept: Pin<Box<Sleep>> = {
+    let kept = {
         let _context = rt.enter();
-        Box::pin(sleep(Duration::from_secs(3600)))
+        registered(Box::pin(sleep(Duration::from_secs(3600))))
     };
-    let polled = kept.as_mut().poll(&mut Context::from_waker(Waker::noop()));
-    assert!(polled.is_pending());
     drop(rt);
     assert!(
         open_fds() > before,
@@ -49,4 +60,42 @@ fn the_driver_is_freed_after_the_runtime_and_its_last_timer() {
         before,
         "the driver was freed with its last timer"
     );
+}
+
+/// A worker and a thread in `block_on` make their timers from credit, counts they took from
+/// their shard in advance and return as they leave it; timers that outlive those threads
+/// still keep the driver, and the last one frees it.
+#[test]
+fn timers_made_from_a_threads_credit_keep_the_driver_after_it_leaves() {
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let before = open_fds();
+    let rt = escapement::Builder::new()
+        .worker_threads(2)
+        .build()
+        .expect("a runtime");
+    let (from_block_on, from_workers) = rt.block_on(async {
+        let mut from_workers = Vec::new();
+        for _ in 0..4 {
+            #[allow(
+                clippy::async_yields_async,
+                reason = "the task makes a timer, to be kept after its worker has gone"
+            )]
+            let task = escapement::spawn(async { Box::pin(sleep(Duration::from_secs(3600))) });
+            from_workers.push(registered(task.await.expect("a sleep")));
+        }
+        (
+            registered(Box::pin(sleep(Duration::from_secs(3600)))),
+            from_workers,
+        )
+    });
+    drop(rt);
+    drop(from_workers);
+    assert!(
+        open_fds() > before,
+        "the timer made in block_on outlives its runtime and its workers' timers"
+    );
+    drop(from_block_on);
+    assert_eq!(open_fds(), before, "freed with the last timer");
 }

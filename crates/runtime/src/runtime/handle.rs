@@ -14,7 +14,7 @@ use crate::scheduler::worker;
 use crate::scheduler::Shared;
 use crate::task::Schedule;
 use crate::time::driver::Driver;
-use crate::time::driver_ref::DriverRef;
+use crate::time::driver_ref::{DriverRef, InShard};
 use crate::JoinHandle;
 
 /// A handle to a runtime: spawns tasks onto it and enters its context from any thread.
@@ -149,6 +149,9 @@ impl Handle {
             panic!("block_on was called inside another block_on");
         };
         let _context = context::enter(self.clone());
+        // The future's timers count in shard 0, as they would from any thread outside the
+        // runtime, but from this thread's credit (`time::driver_ref`).
+        let _shard = InShard::enter(&self.shared.driver, 0);
         let _active = Active::new(self.driver_arc());
         let parker = Parker::new(self.driver_arc());
         let waker = parker.unparker().into_waker();

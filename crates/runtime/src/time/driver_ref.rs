@@ -26,15 +26,16 @@
 //! Even on its own cache line, a count costs a worker two atomic read-modify-writes per
 //! timer, and a worker makes and drops most of its timers itself (measured: the two were
 //! most of the difference between a `timeout` around a ready future and tokio's). So a
-//! thread that has entered a shard, as every worker does its own, takes counts from it
-//! [`BATCH`] at a time and keeps them in a thread-local as credit: each timer it makes takes
-//! one, and each timer of that shard dropped on it gives one back, with no atomic operation.
-//! A timer made from credit and dropped on another thread decrements the shard's count
-//! itself, which stays right: the count is the number of timers and credits it backs, and
-//! the credit that timer took was counted when the thread took its batch. The thread keeps
-//! at least one count while it is in the shard (so its shard and driver outlive it there),
-//! returns [`BATCH`] when its credit passes twice that, and returns all of it when it leaves,
-//! with the `Release` a reference's drop has.
+//! thread in a shard (every worker in its own, a thread in `block_on` in shard 0, where its
+//! timers count anyway) takes counts from it [`BATCH`] at a time and keeps them in a
+//! thread-local as credit: each timer it makes takes one, and each timer of that shard
+//! dropped on it gives one back, with no atomic operation. A timer made from credit and
+//! dropped on another thread decrements the shard's count itself, which stays right: the
+//! count is the number of timers and credits it backs, and the credit that timer took was
+//! counted when the thread took its batch. The thread keeps at least one count while it is
+//! in the shard (so its shard and driver outlive it there), returns [`BATCH`] when its
+//! credit passes twice that, and returns all of it when it leaves, with the `Release` a
+//! reference's drop has.
 
 use std::cell::Cell;
 use std::fmt;
@@ -74,7 +75,8 @@ impl ThreadShard {
 
 thread_local_const! {
     /// The shard the timers made on this thread belong to: a worker's own, set while it runs
-    /// its loop; none on other threads, whose timers belong to shard 0.
+    /// its loop, or shard 0 in `block_on`; none on other threads, whose timers belong to
+    /// shard 0 too.
     static THREAD_SHARD: ThreadShard = ThreadShard::none();
 }
 
@@ -113,6 +115,28 @@ pub(crate) fn leave_shard() {
             unsafe { release(driver) };
         }
     });
+}
+
+/// A thread in a shard until this drops: [`enter_shard`] and [`leave_shard`] as a guard.
+pub(crate) struct InShard {
+    /// Not `Send`: the shard is the thread's.
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+impl InShard {
+    /// See [`enter_shard`].
+    pub(crate) fn enter(driver: &Arc<Driver>, index: usize) -> InShard {
+        enter_shard(driver, index);
+        InShard {
+            _thread: std::marker::PhantomData,
+        }
+    }
+}
+
+impl Drop for InShard {
+    fn drop(&mut self) {
+        leave_shard();
+    }
 }
 
 /// Adds `count` to `shard`'s count, which then holds a strong reference to `driver` if it
