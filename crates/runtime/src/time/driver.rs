@@ -8,7 +8,8 @@
 //! nothing to run it parks on its next expiry: it records the tick it sleeps toward
 //! (`sleeping_until`), then blocks in `mio::Poll` with that timeout. Any thread may register,
 //! reset or cancel a timer; a registration earlier than `sleeping_until` wakes worker 0
-//! through its `mio::Waker`, and is the only timer operation that makes a syscall.
+//! through its `mio::Waker`, and is the only timer operation that makes a syscall. Firing,
+//! worker 0's and a stand-in's, is in `driver/fire.rs`.
 //!
 //! # Shards
 //!
@@ -68,8 +69,6 @@
 
 use std::fmt;
 use std::pin::Pin;
-use std::ptr::NonNull;
-use std::task::Waker;
 use std::time::Duration;
 
 use escapement_wheel::{IntrusiveWheel, Node};
@@ -83,6 +82,10 @@ use crossbeam_utils::CachePadded;
 use crate::loom::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
 use crate::metrics::{Metrics, RuntimeMetrics};
 use crate::sync::AtomicWaker;
+
+use fire::WakeList;
+
+mod fire;
 
 /// The entry's owner may free it without the lock: the driver is done with it.
 pub(crate) const FIRED: u64 = u64::MAX;
@@ -216,7 +219,8 @@ pub(crate) struct Shard {
     /// under the shard's lock, read without it to decide whether a turn needs the lock at
     /// all. It may be early (a cancelled timer leaves it behind), never late.
     next_due: AtomicU64,
-    /// The timers counted in this shard, which keep the driver alive (`DriverRef`).
+    /// The timers counted in this shard, and the credit threads in it took (`DriverRef`):
+    /// they keep the driver alive.
     refs: AtomicUsize,
 }
 
@@ -231,44 +235,6 @@ impl Shard {
 struct Inner {
     wheel: IntrusiveWheel<TimerShared>,
     shutdown: bool,
-}
-
-/// Wakers gathered under the lock, woken after it is released.
-struct WakeList {
-    wakers: [Option<Waker>; WAKE_BATCH],
-    len: usize,
-}
-
-impl WakeList {
-    fn new() -> WakeList {
-        WakeList {
-            wakers: [const { None }; WAKE_BATCH],
-            len: 0,
-        }
-    }
-
-    fn is_full(&self) -> bool {
-        self.len == WAKE_BATCH
-    }
-
-    fn push(&mut self, waker: Option<Waker>) {
-        if let Some(waker) = waker {
-            self.wakers[self.len] = Some(waker);
-            self.len += 1;
-        }
-    }
-
-    /// Wakes every waker. A waker that panics (a bug in its code; the panic hook has already
-    /// reported it) does not stop the others or take the firing thread down with it: that
-    /// thread may be worker 0, and every timer of the runtime depends on it.
-    fn wake_all(&mut self) {
-        for slot in &mut self.wakers[..self.len] {
-            if let Some(waker) = slot.take() {
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| waker.wake()));
-            }
-        }
-        self.len = 0;
-    }
 }
 
 impl Driver {
@@ -494,181 +460,6 @@ impl Driver {
         }
     }
 
-    /// Fires what is due, if the earliest deadline has come; cheap when it has not (one
-    /// relaxed load per shard when no timer is pending, plus a clock read otherwise).
-    pub(crate) fn maybe_process(&self) -> bool {
-        let next = self.earliest_due();
-        if next == NEVER {
-            return false;
-        }
-        let now = self.clock.now();
-        let now_tick = self.floor_tick(now);
-        if now_tick < next {
-            return false;
-        }
-        let mut fired = 0;
-        for shard in self.shards.iter() {
-            if shard.next_due.load(Ordering::Relaxed) <= now_tick {
-                fired += self.process_from(shard, shard.inner.lock(), now);
-            }
-        }
-        fired > 0
-    }
-
-    /// For a thread other than worker 0: fires what is due in each shard whose next timer is
-    /// overdue by more than [`STAND_IN_GRACE`] (worker 0 is then stuck in a long poll) and
-    /// whose lock is free. Returns whether it fired anything.
-    pub(crate) fn try_process_overdue(&self) -> bool {
-        let next = self.earliest_due();
-        if next == NEVER {
-            return false;
-        }
-        let now = self.clock.now();
-        let overdue = |next: u64| now >= self.tick_instant(next).saturating_add(STAND_IN_GRACE);
-        if !overdue(next) {
-            return false;
-        }
-        let mut fired = 0;
-        for shard in self.shards.iter() {
-            let next = shard.next_due.load(Ordering::Relaxed);
-            if next != NEVER && overdue(next) {
-                if let Some(inner) = shard.inner.try_lock() {
-                    fired += self.process_from(shard, inner, now);
-                }
-            }
-        }
-        fired > 0
-    }
-
-    /// The earliest tick something may be due at in any shard, or `NEVER`.
-    fn earliest_due(&self) -> u64 {
-        self.shards
-            .iter()
-            .map(|shard| shard.next_due.load(Ordering::Relaxed))
-            .min()
-            .unwrap_or(NEVER)
-    }
-
-    /// The earliest tick something may be due at, or `None`.
-    pub(crate) fn next_due(&self) -> Option<u64> {
-        Some(self.earliest_due()).filter(|&next| next != NEVER)
-    }
-
-    /// Fires every timer due at or before `now` (its deadline rounded up to the tick), in
-    /// every shard; returns how many fired. It takes every shard's lock, so a batch of wakers
-    /// another thread took out before this call is counted in `waking` by the time it returns.
-    pub(crate) fn process(&self, now: Instant) -> usize {
-        self.shards
-            .iter()
-            .map(|shard| self.process_from(shard, shard.inner.lock(), now))
-            .sum()
-    }
-
-    /// Fires what is due at `now` in `shard`, whose lock `inner` is.
-    fn process_from<'a>(
-        &'a self,
-        shard: &'a Shard,
-        mut inner: MutexGuard<'a, Inner>,
-        now: Instant,
-    ) -> usize {
-        let mut now_tick = self.floor_tick(now);
-        let mut fired = 0;
-        let mut wakers = WakeList::new();
-        loop {
-            if inner.shutdown {
-                // The timers left are `shutdown`'s to close, never to fire; the wheel's tick
-                // is then the end of time it polls at, not a clock reading.
-                return fired;
-            }
-            // Another thread may have moved the wheel past our reading of the clock while the
-            // lock was free (between batches, or before a stand-in's `try_lock`). The wheel
-            // then hands out due timers later than `now_tick`; relinking them there would put
-            // them straight back in the due list, forever. The wheel's tick came from a clock
-            // reading too, so it is not in the future: firing up to it is never early.
-            now_tick = now_tick.max(inner.wheel.now());
-            // `sleeping_until` is left alone: only worker 0 stores a tick there, as it parks,
-            // and only worker 0 and a registration that wakes it store `AWAKE`. A stand-in
-            // runs this while worker 0 may be parked, even with no timeout (the
-            // timers behind an early `next_due` were cancelled); marking it awake here would
-            // let the next registration skip waking it, and that timer would never fire.
-            let mut done = false;
-            let mut batch = 0;
-            while !wakers.is_full() {
-                let Some((node, _)) = inner.wheel.poll(now_tick) else {
-                    done = true;
-                    break;
-                };
-                if let Some((waker, deadline)) = self.fire_or_relink(&mut inner, node, now_tick) {
-                    batch += 1;
-                    wakers.push(waker);
-                    self.metrics
-                        .lateness(now.saturating_duration_since(self.tick_instant(deadline)));
-                }
-            }
-            let next = inner.wheel.next_expiration().unwrap_or(NEVER);
-            shard.next_due.store(next, Ordering::Relaxed);
-            // Relaxed under the lock: whoever takes the lock next sees the batch in flight.
-            self.waking.fetch_add(1, Ordering::Relaxed);
-            drop(inner);
-            // Counted before the wakes, so a woken task that reads the metrics sees its timer.
-            self.metrics.add(|m| &m.fired, batch);
-            fired += batch as usize;
-            wakers.wake_all();
-            // Release: the wakes happen before a waiter sees the batch done.
-            self.waking.fetch_sub(1, Ordering::Release);
-            if done {
-                return fired;
-            }
-            inner = shard.inner.lock();
-        }
-    }
-
-    /// A node the wheel handed out at `now`: fire it, or, if its owner moved the deadline
-    /// later, link it again there. Returns its waker and deadline tick when it fired.
-    fn fire_or_relink(
-        &self,
-        inner: &mut Inner,
-        node: NonNull<Node<TimerShared>>,
-        now: u64,
-    ) -> Option<(Option<Waker>, u64)> {
-        // SAFETY: a linked node is alive (the owner unlinks it under the lock before freeing
-        // it, and we hold the lock); `poll` just unlinked it.
-        let node = unsafe { Pin::new_unchecked(node.as_ref()) };
-        let shared = node.value();
-        // Acquire pairs with the owner's CAS that extended the deadline.
-        let mut state = shared.state.load(Ordering::Acquire);
-        loop {
-            debug_assert!(state <= MAX_TICK, "a linked entry is armed");
-            if state > now {
-                // SAFETY: as in `register`.
-                unsafe { inner.wheel.insert(node, state) };
-                return None;
-            }
-            match shared
-                .state
-                .compare_exchange(state, FIRING, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => break,
-                Err(actual) => state = actual,
-            }
-        }
-        let waker = shared.waker.take();
-        shared.touched();
-        // Release: the last access to the entry; its owner may free it once it reads this.
-        shared.state.store(FIRED, Ordering::Release);
-        Some((waker, state))
-    }
-
-    /// Waits until every batch of wakers taken out of the wheel before this call has been
-    /// woken: after `process`, every timer due by then has fired and its waker was woken.
-    pub(crate) fn wait_for_wakes(&self) {
-        // Acquire pairs with the Release decrement after a batch's wakes. The shard locks
-        // taken by the caller's `process` made every batch taken before it visible here.
-        while self.waking.load(Ordering::Acquire) != 0 {
-            crate::loom::thread::yield_now();
-        }
-    }
-
     /// Worker 0 is about to park: records the tick it will sleep toward and returns it with
     /// the time until then (`None`: no timeout). A zero wait means something is due already.
     pub(crate) fn prepare_park(&self) -> Option<Wakeup> {
@@ -858,98 +649,4 @@ impl fmt::Debug for Driver {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use std::pin::Pin;
-    use std::sync::{Arc as StdArc, Mutex as StdMutex};
-    use std::task::{Context, Wake, Waker};
-
-    use super::*;
-    use crate::loom::Arc;
-    use crate::time::driver_ref::DriverRef;
-    use crate::time::entry::TimerEntry;
-    use crate::time::park::DriverParker;
-
-    fn paused_driver() -> Arc<Driver> {
-        let origin = std::time::Instant::now();
-        let tick = Duration::from_millis(1);
-        let (_parker, unparker) = DriverParker::new(tick).expect("a poll");
-        Driver::new(
-            Clock::new(origin, tick, true),
-            origin,
-            tick,
-            unparker,
-            1,
-            true,
-        )
-    }
-
-    /// A waker that, the first time it is woken, has the driver process at an older tick,
-    /// as a thread with a stale clock reading would.
-    struct ProcessesAtAStaleTick {
-        driver: StdMutex<Option<(Arc<Driver>, u64)>>,
-    }
-
-    impl Wake for ProcessesAtAStaleTick {
-        fn wake(self: StdArc<Self>) {
-            if let Some((driver, tick)) = self.driver.lock().unwrap().take() {
-                driver.process(driver.tick_instant(tick));
-            }
-        }
-    }
-
-    /// Two batches of timers registered for `tick`; the first one's waker, when woken, has
-    /// the driver process at tick 5, as a thread with a stale clock reading would.
-    fn two_batches_with_a_stale_processor(
-        driver: &Arc<Driver>,
-        tick: u64,
-    ) -> Vec<Pin<Box<TimerEntry>>> {
-        let stale = Waker::from(StdArc::new(ProcessesAtAStaleTick {
-            driver: StdMutex::new(Some((driver.clone(), 5))),
-        }));
-        let mut timers: Vec<Pin<Box<TimerEntry>>> = (0..2 * WAKE_BATCH)
-            .map(|_| {
-                Box::pin(TimerEntry::new(
-                    DriverRef::new(driver),
-                    driver.tick_instant(tick),
-                    true,
-                ))
-            })
-            .collect();
-        for (i, timer) in timers.iter_mut().enumerate() {
-            let waker = if i == 0 { &stale } else { Waker::noop() };
-            assert!(timer
-                .as_mut()
-                .poll_elapsed(&mut Context::from_waker(waker))
-                .is_pending());
-        }
-        timers
-    }
-
-    #[test]
-    fn processing_during_shutdown_fires_nothing_early() {
-        let driver = paused_driver();
-        // Shutdown releases the lock between batches, and a waker of the first batch then
-        // processes at tick 5, long before the timers' tick 1000.
-        let timers = two_batches_with_a_stale_processor(&driver, 1000);
-        driver.shutdown();
-        // None fired: every one was shut down, so none reads as elapsed.
-        assert_eq!(timers.iter().filter(|timer| timer.is_elapsed()).count(), 0);
-    }
-
-    #[test]
-    fn processing_behind_the_wheel_still_fires_what_is_due() {
-        let driver = paused_driver();
-        // The first processing releases the lock with timers still due at tick 10; a waker of
-        // that batch then processes at tick 5.
-        let mut timers = two_batches_with_a_stale_processor(&driver, 10);
-        let plain = Waker::noop();
-        // Without clamping to the wheel's tick the stale processing relinks the rest forever.
-        driver.process(driver.tick_instant(10));
-        for timer in &mut timers {
-            assert!(timer
-                .as_mut()
-                .poll_elapsed(&mut Context::from_waker(plain))
-                .is_ready());
-        }
-    }
-}
+pub(crate) mod tests;

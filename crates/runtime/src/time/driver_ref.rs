@@ -322,19 +322,9 @@ impl fmt::Debug for DriverRef {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use std::thread;
-    use std::time::Duration;
 
     use super::*;
-    use crate::time::clock::Clock;
-    use crate::time::park::DriverParker;
-
-    fn driver(shards: usize) -> Arc<Driver> {
-        let origin = std::time::Instant::now();
-        let tick = Duration::from_millis(1);
-        let (_parker, unparker) = DriverParker::new(tick).expect("a poll");
-        let clock = Clock::new(origin, tick, true);
-        Driver::new(clock, origin, tick, unparker, shards, false)
-    }
+    use crate::time::driver::tests::paused_driver as driver;
 
     /// Shard `index`'s count.
     fn count(driver: &Driver, index: usize) -> usize {
