@@ -1,9 +1,11 @@
 //! Model 15: the references timers hold to their driver, counted per shard (`DriverRef`).
 //! Timers on two threads are made, registered and dropped while the last other owner of the
-//! driver lets go of it; a thread in a shard makes timers from its credit, and returns it as
-//! it leaves while another thread drops one of them. The driver is freed exactly once, after every use through a timer
-//! (the runtime's loom build checks that: each reference reads a loom cell of the driver as it
-//! lets go, and the driver writes it as it is dropped), and nothing leaks.
+//! driver lets go of it. Threads in a shard make timers from their credit and return it as
+//! they leave, while another thread drops a timer made from it, or while another thread in
+//! the same shard takes those timers back into its own credit and returns a batch. The
+//! driver is freed exactly once, after every use through a timer (the runtime's loom build
+//! checks that: each reference reads a loom cell of the driver as it lets go, and the driver
+//! writes it as it is dropped), and nothing leaks.
 #![cfg(loom)]
 
 use escapement::loom_api::{Driver, TimerPoll};
@@ -80,5 +82,43 @@ fn a_thread_returns_its_credit_while_another_drops_a_timer_made_from_it() {
             assert_eq!(timer.poll(&waker), TimerPoll::Pending);
         }
         thread.join().unwrap();
+    });
+}
+
+/// Two threads in shard 1, as worker 0 and a thread in `block_on` share shard 0. The first
+/// makes three timers from its credit (taking a second batch), hands them over and leaves;
+/// the second, if it finds them, registers one and drops all three into its own credit,
+/// which passes two batches (two under loom) so it returns one, and leaves. Whatever the
+/// second does not find, the main thread drops last, outside any shard.
+#[test]
+fn two_threads_in_one_shard_pass_timers_between_their_credits() {
+    loom::model(|| {
+        let (driver, worker0) = Driver::with_shards(false, 2);
+        drop(worker0);
+        let slot = Arc::new(Mutex::new(Vec::new()));
+        let (maker, made) = (driver.clone(), slot.clone());
+        let first = thread::spawn(move || {
+            let guard = maker.enter_shard(1);
+            let timers: Vec<_> = (0..3).map(|_| maker.timer(FAR)).collect();
+            drop(maker);
+            *made.lock().unwrap() = timers;
+            drop(guard);
+        });
+        let (taker, found) = (driver.clone(), slot.clone());
+        let second = thread::spawn(move || {
+            let guard = taker.enter_shard(1);
+            drop(taker);
+            let mut timers = std::mem::take(&mut *found.lock().unwrap());
+            if let Some(timer) = timers.first_mut() {
+                let (waker, _) = counting_waker();
+                assert_eq!(timer.poll(&waker), TimerPoll::Pending);
+            }
+            drop(timers);
+            drop(guard);
+        });
+        drop(driver);
+        first.join().unwrap();
+        second.join().unwrap();
+        drop(slot);
     });
 }

@@ -24,6 +24,7 @@ use crate::park::Parker;
 use crate::runtime::context;
 use crate::runtime::Handle;
 use crate::task::Notified;
+use crate::time::driver_ref::InShard;
 use crate::time::park::DriverParker;
 
 /// Every this many turns a worker takes from the injector before its own queue.
@@ -129,7 +130,9 @@ impl Worker {
         });
         let driver = self.shared().driver.clone();
         driver.metrics().enter_worker(self.index);
-        crate::time::driver_ref::enter_shard(&driver, self.index);
+        // The timers made on this thread count in its own shard, from its credit; dropped
+        // after `_exit`, so the tasks that `Exit` drops still give their counts back to it.
+        let _shard = InShard::enter(&driver, self.index);
         // Whatever happens below, even a panic in the runtime itself, the worker leaves as
         // a worker, so shutdown never waits for it forever.
         let _exit = Exit(self.shared().clone());
@@ -262,7 +265,6 @@ impl Drop for Exit {
             while local.queue.pop().is_some() {}
         }
         self.0.driver.metrics().exit_worker();
-        crate::time::driver_ref::leave_shard();
         self.0.worker_exited();
     }
 }

@@ -74,68 +74,61 @@ impl ThreadShard {
 }
 
 thread_local_const! {
-    /// The shard the timers made on this thread belong to: a worker's own, set while it runs
-    /// its loop, or shard 0 in `block_on`; none on other threads, whose timers belong to
-    /// shard 0 too.
+    /// The shard the timers made on this thread belong to, set by [`InShard`]: a worker's
+    /// own while it runs its loop, or shard 0 in `block_on`; none on other threads, whose
+    /// timers belong to shard 0 too.
     static THREAD_SHARD: ThreadShard = ThreadShard::none();
 }
 
-/// Makes the timers of `driver` made on this thread belong to shard `index` (a worker's own)
-/// and count there from the thread's credit, until [`leave_shard`]. The thread must leave
-/// before it exits: until then its credit keeps the driver alive.
-pub(crate) fn enter_shard(driver: &Arc<Driver>, index: usize) {
-    let shard = driver.shard(index);
-    add(driver, shard, BATCH);
-    THREAD_SHARD.with(|this| {
-        debug_assert!(
-            this.shard.get().is_null(),
-            "a thread is in one shard at a time"
-        );
-        this.driver.set(Arc::as_ptr(driver));
-        this.shard.set(shard);
-        this.credit.set(BATCH);
-    });
-}
-
-/// Undoes [`enter_shard`], returning the thread's credit to its shard.
-pub(crate) fn leave_shard() {
-    let _ = THREAD_SHARD.try_with(|this| {
-        let driver = this.driver.replace(ptr::null());
-        let shard = this.shard.replace(ptr::null());
-        let credit = this.credit.replace(0);
-        if shard.is_null() {
-            return;
-        }
-        // SAFETY: the thread's credit, at least one count, has kept the shard alive.
-        let shard = unsafe { &*shard };
-        // Release: as a reference's drop, for the timers whose counts came back as credit.
-        if shard.refs().fetch_sub(credit, Ordering::Release) == credit {
-            // SAFETY: the count went from `credit` to 0: the shard holds a strong reference
-            // that no one else will give back, and `driver` came from `Arc::as_ptr`.
-            unsafe { release(driver) };
-        }
-    });
-}
-
-/// A thread in a shard until this drops: [`enter_shard`] and [`leave_shard`] as a guard.
+/// A thread in a shard of a driver until this drops: the timers of that driver made on the
+/// thread belong to the shard (a worker's own; shard 0 for `block_on`) and count there from
+/// the thread's credit, which keeps the driver alive meanwhile.
+///
+/// Entering while already in a shard (a task's drop code that calls `block_on` while its
+/// worker exits) sets the outer shard aside, credit and all, until this drops; guards drop in
+/// the reverse order of their creation, as the scopes that hold them do.
 pub(crate) struct InShard {
-    /// Not `Send`: the shard is the thread's.
-    _thread: std::marker::PhantomData<*const ()>,
+    /// The thread's shard before this one, its driver and its credit (still counted in that
+    /// shard, so both stay alive meanwhile): restored when this drops. The raw pointers also
+    /// keep the guard on its thread.
+    outer: (*const Driver, *const Shard, usize),
 }
 
 impl InShard {
-    /// See [`enter_shard`].
+    /// Puts the calling thread in shard `index` of `driver`, with a batch of credit.
     pub(crate) fn enter(driver: &Arc<Driver>, index: usize) -> InShard {
-        enter_shard(driver, index);
-        InShard {
-            _thread: std::marker::PhantomData,
-        }
+        let shard = driver.shard(index);
+        add(driver, shard, BATCH);
+        let outer = THREAD_SHARD.with(|this| {
+            (
+                this.driver.replace(Arc::as_ptr(driver)),
+                this.shard.replace(shard),
+                this.credit.replace(BATCH),
+            )
+        });
+        InShard { outer }
     }
 }
 
 impl Drop for InShard {
+    /// Returns the thread's credit to its shard and puts the thread back where it was.
     fn drop(&mut self) {
-        leave_shard();
+        let (outer_driver, outer_shard, outer_credit) = self.outer;
+        let _ = THREAD_SHARD.try_with(|this| {
+            let driver = this.driver.replace(outer_driver);
+            let shard = this.shard.replace(outer_shard);
+            let credit = this.credit.replace(outer_credit);
+            // SAFETY: the thread's credit, at least one count, has kept the shard alive.
+            let shard = unsafe { &*shard };
+            // Release: as a reference's drop, for the timers whose counts came back as
+            // credit.
+            if shard.refs().fetch_sub(credit, Ordering::Release) == credit {
+                // SAFETY: the count went from `credit` to 0: the shard holds a strong
+                // reference that no one else will give back, and `driver` came from
+                // `Arc::as_ptr`.
+                unsafe { release(driver) };
+            }
+        });
     }
 }
 
@@ -226,7 +219,8 @@ impl Deref for DriverRef {
     #[inline]
     fn deref(&self) -> &Driver {
         // SAFETY: this reference is counted in its shard, so the shard holds a strong
-        // reference to the driver until the count drops, which happens only in `drop`.
+        // reference to the driver until this reference gives its count back (to the shard or
+        // to a thread's credit there), which happens only in `drop`.
         unsafe { self.driver.as_ref() }
     }
 }
@@ -279,10 +273,14 @@ fn refill(driver: &Arc<Driver>, shard: &Shard, this: &ThreadShard) {
 #[cold]
 #[inline(never)]
 fn give_back(shard: &Shard, this: &ThreadShard) {
-    // Release: as a reference's drop. The count stays above the thread's remaining credit,
+    // Release: as a reference's drop (the thread's later return of its credit would order
+    // these uses too). The count stays at least the thread's remaining credit, more than one,
     // so it cannot reach zero here.
     let before = shard.refs().fetch_sub(BATCH, Ordering::Release);
-    debug_assert!(before > BATCH, "a shard's count covers its threads' credit");
+    debug_assert!(
+        before > 2 * BATCH,
+        "a shard's count covers its threads' credit"
+    );
     this.credit.set(BATCH + 1);
 }
 
@@ -335,7 +333,7 @@ mod tests {
     fn a_thread_in_a_shard_makes_and_drops_its_timers_from_credit() {
         let driver = driver(2);
         thread::spawn(move || {
-            enter_shard(&driver, 1);
+            let in_shard = InShard::enter(&driver, 1);
             assert_eq!(count(&driver, 1), BATCH);
             let mut refs: Vec<_> = (1..BATCH).map(|_| DriverRef::new(&driver)).collect();
             assert!(refs.iter().all(|r| ptr::eq(r.shard(), driver.shard(1))));
@@ -356,7 +354,7 @@ mod tests {
             assert_eq!(count(&driver, 1), 3 * BATCH + 1);
             drop(elsewhere);
             assert_eq!(count(&driver, 1), BATCH + 1);
-            leave_shard();
+            drop(in_shard);
             assert_eq!((count(&driver, 0), count(&driver, 1)), (0, 0));
             assert_eq!(Arc::strong_count(&driver), 1, "no shard holds the driver");
         })
@@ -369,11 +367,11 @@ mod tests {
         let driver = driver(2);
         let weak = Arc::downgrade(&driver);
         let timer = thread::spawn(move || {
-            enter_shard(&driver, 1);
+            let in_shard = InShard::enter(&driver, 1);
             let timer = DriverRef::new(&driver);
             // The thread's credit keeps the driver alive without the thread's `Arc`.
             drop(driver);
-            leave_shard();
+            drop(in_shard);
             timer
         })
         .join()
@@ -390,12 +388,12 @@ mod tests {
         let driver = driver(1);
         let weak = Arc::downgrade(&driver);
         thread::spawn(move || {
-            enter_shard(&driver, 0);
+            let in_shard = InShard::enter(&driver, 0);
             drop(driver);
             drop(DriverRef::new(
                 &weak.upgrade().expect("the credit holds it"),
             ));
-            leave_shard();
+            drop(in_shard);
             assert!(weak.upgrade().is_none(), "freed as the thread leaves");
         })
         .join()
@@ -409,16 +407,55 @@ mod tests {
         assert_eq!(count(&driver, 0), 1);
         thread::scope(|scope| {
             scope.spawn(|| {
-                enter_shard(&other, 1);
+                let _in_shard = InShard::enter(&other, 1);
                 let foreign = DriverRef::new(&driver);
                 assert!(ptr::eq(foreign.shard(), driver.shard(0)));
                 assert_eq!(count(&driver, 0), 2);
                 drop(foreign);
                 assert_eq!(count(&driver, 0), 1);
-                leave_shard();
             });
         });
         drop(outside);
         assert_eq!(count(&driver, 0), 0);
+    }
+
+    /// A thread already in a shard that enters another (a task's drop code calling
+    /// `block_on` as its worker exits) keeps its first credit aside and gets it back.
+    #[test]
+    fn a_thread_entering_a_second_shard_gets_its_first_back_when_it_leaves() {
+        let driver = driver(2);
+        thread::spawn(move || {
+            let outer = InShard::enter(&driver, 1);
+            let first = DriverRef::new(&driver);
+            let inner = InShard::enter(&driver, 0);
+            let second = DriverRef::new(&driver);
+            assert!(ptr::eq(second.shard(), driver.shard(0)));
+            assert_eq!((count(&driver, 0), count(&driver, 1)), (BATCH, BATCH));
+            drop(first);
+            assert_eq!(
+                count(&driver, 1),
+                BATCH - 1,
+                "shard 1's timer let go at once"
+            );
+            drop(inner);
+            assert_eq!(
+                count(&driver, 0),
+                1,
+                "shard 0's credit went back; its timer holds 1"
+            );
+            drop(second);
+            let third = DriverRef::new(&driver);
+            assert!(ptr::eq(third.shard(), driver.shard(1)));
+            assert_eq!(
+                count(&driver, 1),
+                BATCH - 1,
+                "made from the first credit, kept aside"
+            );
+            drop(third);
+            drop(outer);
+            assert_eq!((count(&driver, 0), count(&driver, 1)), (0, 0));
+        })
+        .join()
+        .unwrap();
     }
 }
