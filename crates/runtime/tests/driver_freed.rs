@@ -6,7 +6,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Waker};
 
 use escapement::time::{sleep, Duration, Sleep};
@@ -24,9 +24,10 @@ fn registered(mut sleep: Pin<Box<Sleep>>) -> Pin<Box<Sleep>> {
     sleep
 }
 
-#[test]
-fn the_driver_is_freed_after_the_runtime_and_its_last_timer() {
-    let _serial = SERIAL
+/// Takes the lock the tests share, counts the open descriptors, then builds a runtime of two
+/// workers.
+fn start() -> (MutexGuard<'static, ()>, usize, escapement::Runtime) {
+    let serial = SERIAL
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let before = open_fds();
@@ -34,6 +35,12 @@ fn the_driver_is_freed_after_the_runtime_and_its_last_timer() {
         .worker_threads(2)
         .build()
         .expect("a runtime");
+    (serial, before, rt)
+}
+
+#[test]
+fn the_driver_is_freed_after_the_runtime_and_its_last_timer() {
+    let (_serial, before, rt) = start();
     rt.block_on(async {
         // Timers made, fired and dropped on the workers and on this thread.
         let tasks: Vec<_> = (0..16)
@@ -67,14 +74,7 @@ fn the_driver_is_freed_after_the_runtime_and_its_last_timer() {
 /// still keep the driver, and the last one frees it.
 #[test]
 fn timers_made_from_a_threads_credit_keep_the_driver_after_it_leaves() {
-    let _serial = SERIAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let before = open_fds();
-    let rt = escapement::Builder::new()
-        .worker_threads(2)
-        .build()
-        .expect("a runtime");
+    let (_serial, before, rt) = start();
     let (from_block_on, from_workers) = rt.block_on(async {
         let mut from_workers = Vec::new();
         for _ in 0..4 {
