@@ -132,6 +132,14 @@ impl Drop for InShard {
     }
 }
 
+/// The driver's pointer as [`release`] needs it: from `Arc::as_ptr`, so that it may reach
+/// the `Arc`'s counts beside the driver (a pointer made from `&Driver` may not).
+#[inline]
+fn driver_ptr(driver: &Arc<Driver>) -> NonNull<Driver> {
+    // SAFETY: `Arc::as_ptr` points into a live allocation, so it is never null.
+    unsafe { NonNull::new_unchecked(Arc::as_ptr(driver).cast_mut()) }
+}
+
 /// Adds `count` to `shard`'s count, which then holds a strong reference to `driver` if it
 /// did not already.
 #[inline]
@@ -180,7 +188,7 @@ impl DriverRef {
         match from_credit {
             Ok(Some(shard)) => DriverRef {
                 shard,
-                driver: NonNull::from(&**driver),
+                driver: driver_ptr(driver),
             },
             _ => DriverRef::in_shard(driver, driver.shard(0)),
         }
@@ -192,7 +200,7 @@ impl DriverRef {
         add(driver, shard, 1);
         DriverRef {
             shard: NonNull::from(shard),
-            driver: NonNull::from(&**driver),
+            driver: driver_ptr(driver),
         }
     }
 

@@ -6,7 +6,8 @@
 //! cut to a nanosecond, so worker 0 wakes at the tick rather than at a whole-millisecond
 //! epoll timeout. Elsewhere the poll's own timeout is the fallback: whatever resolution the
 //! platform's poll offers (on macOS and the BSDs, kqueue's nanoseconds; on Windows,
-//! milliseconds).
+//! milliseconds). Miri cannot run a `timerfd`, so under Miri the fallback stands in on Linux
+//! too (hence `not(miri)` beside every `target_os = "linux"` below).
 //!
 //! # Waking early and spinning, at fine resolutions
 //!
@@ -71,10 +72,10 @@ pub(crate) struct DriverParker {
     poll: mio::Poll,
     #[cfg(not(loom))]
     events: mio::Events,
-    #[cfg(all(not(loom), target_os = "linux"))]
+    #[cfg(all(not(loom), all(target_os = "linux", not(miri))))]
     timer: timerfd::TimerFd,
     /// See [`spin_margin`].
-    #[cfg_attr(any(loom, not(target_os = "linux")), allow(dead_code))]
+    #[cfg_attr(any(loom, not(all(target_os = "linux", not(miri)))), allow(dead_code))]
     spin: Duration,
     #[cfg(loom)]
     raw: Arc<LoomWake>,
@@ -106,14 +107,14 @@ impl DriverParker {
         {
             let poll = mio::Poll::new()?;
             let waker = mio::Waker::new(poll.registry(), WAKE_TOKEN)?;
-            #[cfg(target_os = "linux")]
+            #[cfg(all(target_os = "linux", not(miri)))]
             let timer = timerfd::TimerFd::new(poll.registry())?;
             Ok((
                 DriverParker {
                     state: state.clone(),
                     poll,
                     events: mio::Events::with_capacity(8),
-                    #[cfg(target_os = "linux")]
+                    #[cfg(all(target_os = "linux", not(miri)))]
                     timer,
                     spin,
                 },
@@ -137,7 +138,7 @@ impl DriverParker {
     /// Called once on worker 0's thread before it first parks: on Linux, cuts the thread's
     /// timer slack to a nanosecond, so the kernel fires its timer on time.
     pub(crate) fn on_worker_thread(&self) {
-        #[cfg(all(not(loom), target_os = "linux"))]
+        #[cfg(all(not(loom), all(target_os = "linux", not(miri))))]
         timerfd::minimal_timer_slack();
     }
 
@@ -158,7 +159,7 @@ impl DriverParker {
 
     #[cfg(not(loom))]
     fn block(&mut self, wakeup: Option<Wakeup>) {
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(miri)))]
         let timeout = {
             if let Some(wakeup) = wakeup {
                 let tick = wakeup.fixed.then_some(wakeup.tick);
@@ -166,11 +167,11 @@ impl DriverParker {
             }
             None
         };
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(all(target_os = "linux", not(miri))))]
         let timeout = wakeup.map(|w| w.after);
         // An error here (EINTR) is a spurious wakeup: the caller re-checks everything.
         let _ = self.poll.poll(&mut self.events, timeout);
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(miri)))]
         {
             let (mut timer, mut woken) = (false, false);
             for event in &self.events {
@@ -188,7 +189,7 @@ impl DriverParker {
 
     /// Spins until `at`, an unpark, or a spin margin and a half has passed (a bound in case
     /// the thread was descheduled mid-spin, when the clock has moved on anyway).
-    #[cfg(all(not(loom), target_os = "linux"))]
+    #[cfg(all(not(loom), all(target_os = "linux", not(miri))))]
     fn spin_until(&self, at: crate::time::Instant) {
         let at = at.into_std();
         let start = std::time::Instant::now();
@@ -229,7 +230,7 @@ impl DriverUnparker {
 }
 
 /// The Linux timer worker 0 parks on.
-#[cfg(all(not(loom), target_os = "linux"))]
+#[cfg(all(not(loom), all(target_os = "linux", not(miri))))]
 mod timerfd {
     use std::io;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -390,7 +391,7 @@ mod tests {
         }
     }
 
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(miri)))]
     #[test]
     fn a_spin_toward_a_far_instant_gives_up_after_its_bound() {
         let (parker, _unparker) = DriverParker::new(Duration::from_micros(100)).expect("a poll");
@@ -402,7 +403,7 @@ mod tests {
         assert!(start.elapsed() < Duration::from_secs(10));
     }
 
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(miri)))]
     #[test]
     fn a_fine_tick_wakes_no_earlier_than_its_instant() {
         let tick = Duration::from_micros(100);
