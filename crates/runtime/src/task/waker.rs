@@ -21,12 +21,27 @@ pub(crate) unsafe fn from_header(header: NonNull<Header>) -> Waker {
     unsafe { Waker::from_raw(raw) }
 }
 
+/// The header pointer `ptr` (a waker's) as `from_header` was given it.
+///
+/// Everything a waker hands on (a `Notified`, the pointer that deallocates the task) is made
+/// from this pointer rather than from a `&Header`: it keeps the provenance of the whole cell,
+/// while one made from a reference reaches only the header, and deallocating the cell
+/// through that is undefined behaviour.
+///
+/// # Safety
+///
+/// `ptr` came from `from_header`.
+unsafe fn header_ptr(ptr: *const ()) -> NonNull<Header> {
+    // SAFETY: `from_header` made `ptr` from a `NonNull`.
+    unsafe { NonNull::new_unchecked(ptr.cast_mut().cast()) }
+}
+
 /// # Safety
 ///
 /// `ptr` came from `from_header` and the waker is alive.
 unsafe fn header<'a>(ptr: *const ()) -> &'a Header {
     // SAFETY: the waker's reference keeps the header alive.
-    unsafe { &*ptr.cast::<Header>() }
+    unsafe { header_ptr(ptr).as_ref() }
 }
 
 unsafe fn clone(ptr: *const ()) -> RawWaker {
@@ -37,8 +52,7 @@ unsafe fn clone(ptr: *const ()) -> RawWaker {
 
 unsafe fn wake(ptr: *const ()) {
     // SAFETY: called on a live waker, whose reference this consumes.
-    let header_ref = unsafe { header(ptr) };
-    let header_ptr = NonNull::from(header_ref);
+    let (header_ref, header_ptr) = unsafe { (header(ptr), header_ptr(ptr)) };
     match header_ref.state.transition_to_notified_by_val() {
         // SAFETY: the waker's reference passed to the `Notified`.
         ToNotified::Submit => unsafe { (header_ref.vtable.schedule)(header_ptr) },
@@ -52,8 +66,9 @@ unsafe fn wake_by_ref(ptr: *const ()) {
     // SAFETY: called on a live waker.
     let header_ref = unsafe { header(ptr) };
     if header_ref.state.transition_to_notified_by_ref() == ToNotified::Submit {
-        // SAFETY: the transition took a reference for the `Notified`.
-        unsafe { (header_ref.vtable.schedule)(NonNull::from(header_ref)) };
+        // SAFETY: the transition took a reference for the `Notified`; `ptr` came from
+        // `from_header`.
+        unsafe { (header_ref.vtable.schedule)(header_ptr(ptr)) };
     }
 }
 
@@ -61,7 +76,7 @@ unsafe fn drop_waker(ptr: *const ()) {
     // SAFETY: called on a live waker, whose reference this releases.
     let header_ref = unsafe { header(ptr) };
     if header_ref.state.ref_dec(1) {
-        // SAFETY: that was the last reference.
-        unsafe { (header_ref.vtable.dealloc)(NonNull::from(header_ref)) };
+        // SAFETY: that was the last reference; `ptr` came from `from_header`.
+        unsafe { (header_ref.vtable.dealloc)(header_ptr(ptr)) };
     }
 }
