@@ -24,9 +24,10 @@ models=(
     "13-park-releases-the-shards-it-looked-at register_park"
     "14-driver-reference-dropped-relaxed driver_ref"
     "15-credit-returned-relaxed driver_ref"
+    "16-join-waker-swap-asserts-the-slot-still-set join_handle"
 )
 
-export RUSTFLAGS="--cfg loom"
+export RUSTFLAGS="--cfg loom -C debug-assertions"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}"
 survivors=0
 log=$(mktemp)

@@ -160,6 +160,41 @@ fn completion_racing_a_join_poll_wakes_the_joiner() {
     });
 }
 
+/// The joiner polls with one waker and then, while the task completes, with another: taking
+/// the slot back to swap wakers races the task side waking the first and clearing the slot.
+/// The handle ends up ready, the output is read once, and a joiner left with `Pending` is
+/// woken through the waker it gave last.
+#[test]
+fn completion_racing_a_join_poll_with_a_new_waker() {
+    loom::model(|| {
+        let tasks = Tasks::new();
+        let (mut handle, counts) = spawn(&tasks);
+        let runner = spawn_runner(&tasks);
+        let (first_waker, _) = counting_waker();
+        let (second_waker, second_wakes) = counting_waker();
+        let mut result = match poll_handle(&mut handle, &first_waker) {
+            Poll::Ready(result) => Some(result),
+            Poll::Pending => match poll_handle(&mut handle, &second_waker) {
+                Poll::Ready(result) => Some(result),
+                Poll::Pending => None,
+            },
+        };
+        runner.join().unwrap();
+        if result.is_none() {
+            assert_eq!(second_wakes.count(), 1, "the joiner's new waker was not woken");
+            match poll_handle(&mut handle, &second_waker) {
+                Poll::Ready(ready) => result = Some(ready),
+                Poll::Pending => panic!("the task finished, so the handle is ready"),
+            }
+        }
+        let output = result.expect("ready by now");
+        drop(output.expect("neither aborted nor panicked"));
+        assert_eq!(counts.output.load(Ordering::SeqCst), 1);
+        drop(handle);
+        tasks.shutdown();
+    });
+}
+
 #[test]
 fn abort_racing_join_handle_drop_racing_completion() {
     loom::model(|| {

@@ -300,10 +300,13 @@ impl State {
     /// state if the task completed first.
     pub(crate) fn unset_join_waker(&self) -> Result<Snapshot, Snapshot> {
         self.update(|s| {
-            debug_assert!(s.is_join_interested() && s.is_join_waker_set());
+            debug_assert!(s.is_join_interested());
             if s.is_complete() {
+                // The task side may already have woken the waker and cleared `JOIN_WAKER`
+                // since the handle saw it set.
                 (None, Err(s))
             } else {
+                debug_assert!(s.is_join_waker_set());
                 let next = Snapshot(s.0 & !JOIN_WAKER);
                 (Some(next), Ok(next))
             }
@@ -425,5 +428,18 @@ mod tests {
         assert!(state.unset_join_waker_after_complete().is_join_interested());
         let before = state.unset_join_interest();
         assert!(before.is_complete() && !before.is_join_waker_set());
+    }
+
+    /// The handle saw its waker set and goes to replace it, but the task completes, wakes
+    /// it and clears the bit first: taking the slot back fails, as the task is complete.
+    #[test]
+    fn a_handle_replacing_its_waker_after_the_task_side_cleared_it_finds_it_complete() {
+        let state = State::new();
+        assert!(state.set_join_waker().is_ok());
+        assert_eq!(state.transition_to_running(), ToRunning::Poll);
+        state.transition_to_complete();
+        state.unset_join_waker_after_complete();
+        let now = state.unset_join_waker().expect_err("the task completed");
+        assert!(now.is_complete() && !now.is_join_waker_set());
     }
 }
