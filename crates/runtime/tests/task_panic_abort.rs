@@ -227,11 +227,16 @@ impl Drop for PanicOnDrop {
 #[test]
 fn a_panic_while_dropping_an_aborted_future_is_a_panic_error() {
     let rt = running(1);
-    let task = rt.spawn(async {
+    let (started, polled) = std::sync::mpsc::channel();
+    let task = rt.spawn(async move {
         let _bomb = PanicOnDrop;
+        started.send(()).expect("the test waits");
         pending::<()>().await;
     });
-    std::thread::sleep(Duration::from_millis(10));
+    // Aborted before its first poll, the future would drop without the bomb in it.
+    polled
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the task is polled");
     task.abort();
     let error = rt.block_on(task).expect_err("aborted");
     assert!(error.is_panic(), "{error:?}");
