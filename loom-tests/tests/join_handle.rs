@@ -181,7 +181,11 @@ fn completion_racing_a_join_poll_with_a_new_waker() {
         };
         runner.join().unwrap();
         if result.is_none() {
-            assert_eq!(second_wakes.count(), 1, "the joiner's new waker was not woken");
+            assert_eq!(
+                second_wakes.count(),
+                1,
+                "the joiner's new waker was not woken"
+            );
             match poll_handle(&mut handle, &second_waker) {
                 Poll::Ready(ready) => result = Some(ready),
                 Poll::Pending => panic!("the task finished, so the handle is ready"),

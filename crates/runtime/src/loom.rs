@@ -57,41 +57,119 @@ mod imp {
         std::thread::panicking()
     }
 
-    /// A mutual-exclusion lock: `parking_lot`'s, which is small and fast when uncontended.
-    pub(crate) type Mutex<T> = parking_lot::Mutex<T>;
-    /// A guard of [`Mutex`].
-    pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
+    #[cfg(not(miri))]
+    pub(crate) use self::parking::{Condvar, Mutex, MutexGuard};
+    #[cfg(miri)]
+    pub(crate) use self::std_sync::{Condvar, Mutex, MutexGuard};
 
-    /// A condition variable paired with [`Mutex`].
-    #[derive(Debug, Default)]
-    pub(crate) struct Condvar(parking_lot::Condvar);
+    /// The lock and condition variable of a normal build.
+    #[cfg(not(miri))]
+    mod parking {
+        /// A mutual-exclusion lock: `parking_lot`'s, which is small and fast when
+        /// uncontended.
+        pub(crate) type Mutex<T> = parking_lot::Mutex<T>;
+        /// A guard of [`Mutex`].
+        pub(crate) type MutexGuard<'a, T> = parking_lot::MutexGuard<'a, T>;
 
-    impl Condvar {
-        pub(crate) fn new() -> Self {
-            Condvar(parking_lot::Condvar::new())
+        /// A condition variable paired with [`Mutex`].
+        #[derive(Debug, Default)]
+        pub(crate) struct Condvar(parking_lot::Condvar);
+
+        impl Condvar {
+            pub(crate) fn new() -> Self {
+                Condvar(parking_lot::Condvar::new())
+            }
+
+            pub(crate) fn wait<'a, T>(&self, mut guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+                self.0.wait(&mut guard);
+                guard
+            }
+
+            /// Waits at most `timeout`. Spurious wakeups happen.
+            pub(crate) fn wait_for<'a, T>(
+                &self,
+                mut guard: MutexGuard<'a, T>,
+                timeout: std::time::Duration,
+            ) -> MutexGuard<'a, T> {
+                self.0.wait_for(&mut guard, timeout);
+                guard
+            }
+
+            pub(crate) fn notify_one(&self) {
+                self.0.notify_one();
+            }
+
+            pub(crate) fn notify_all(&self) {
+                self.0.notify_all();
+            }
+        }
+    }
+
+    /// Under Miri, `std`'s lock and condition variable with `parking_lot`'s signatures:
+    /// `parking_lot` blocks through a raw `futex` syscall that Miri does not run, while
+    /// Miri models `std`'s. The rest of the runtime is the same code as in a normal build.
+    #[cfg(miri)]
+    mod std_sync {
+        use std::sync::PoisonError;
+
+        /// `std`'s lock, whose `lock` hands back the guard directly and, like
+        /// `parking_lot`'s, ignores poisoning.
+        #[derive(Debug, Default)]
+        pub(crate) struct Mutex<T>(std::sync::Mutex<T>);
+
+        /// A guard of [`Mutex`].
+        pub(crate) type MutexGuard<'a, T> = std::sync::MutexGuard<'a, T>;
+
+        impl<T> Mutex<T> {
+            pub(crate) const fn new(data: T) -> Self {
+                Mutex(std::sync::Mutex::new(data))
+            }
+
+            pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
+                self.0.lock().unwrap_or_else(PoisonError::into_inner)
+            }
+
+            pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
+                match self.0.try_lock() {
+                    Ok(guard) => Some(guard),
+                    Err(std::sync::TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+                    Err(std::sync::TryLockError::WouldBlock) => None,
+                }
+            }
         }
 
-        pub(crate) fn wait<'a, T>(&self, mut guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-            self.0.wait(&mut guard);
-            guard
-        }
+        /// A condition variable paired with [`Mutex`].
+        #[derive(Debug, Default)]
+        pub(crate) struct Condvar(std::sync::Condvar);
 
-        /// Waits at most `timeout`. Spurious wakeups happen.
-        pub(crate) fn wait_for<'a, T>(
-            &self,
-            mut guard: MutexGuard<'a, T>,
-            timeout: std::time::Duration,
-        ) -> MutexGuard<'a, T> {
-            self.0.wait_for(&mut guard, timeout);
-            guard
-        }
+        impl Condvar {
+            pub(crate) fn new() -> Self {
+                Condvar(std::sync::Condvar::new())
+            }
 
-        pub(crate) fn notify_one(&self) {
-            self.0.notify_one();
-        }
+            pub(crate) fn wait<'a, T>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+                self.0.wait(guard).unwrap_or_else(PoisonError::into_inner)
+            }
 
-        pub(crate) fn notify_all(&self) {
-            self.0.notify_all();
+            /// Waits at most `timeout`. Spurious wakeups happen.
+            pub(crate) fn wait_for<'a, T>(
+                &self,
+                guard: MutexGuard<'a, T>,
+                timeout: std::time::Duration,
+            ) -> MutexGuard<'a, T> {
+                self.0
+                    .wait_timeout(guard, timeout)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0
+            }
+
+            pub(crate) fn notify_one(&self) {
+                self.0.notify_one();
+            }
+
+            pub(crate) fn notify_all(&self) {
+                self.0.notify_all();
+            }
         }
     }
 
