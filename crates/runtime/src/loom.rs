@@ -4,9 +4,9 @@
 //! thread-locals from here and nowhere else (`tests/facade.rs` holds the rest of the crate to
 //! it). A normal build gets `std` and `parking_lot`; a build with `--cfg loom` gets
 //! loom's models of the same things, so the loom suite explores the real code's
-//! interleavings.
+//! interleavings. Under Miri the lock and condition variable are `std`'s, which Miri can run.
 //!
-//! The two sides share one API, shaped after loom's where they differ: `UnsafeCell` is
+//! All of them share one API, shaped after loom's where they differ: `UnsafeCell` is
 //! accessed through `with` and `with_mut`, `Mutex::lock` returns the guard directly, and
 //! `Condvar::wait` takes the guard and hands it back.
 
