@@ -175,8 +175,10 @@ impl Worker {
         })
     }
 
-    fn next_task(&mut self) -> Option<Task> {
-        let shared = self.shared().clone();
+    fn next_task(&self) -> Option<Task> {
+        // Borrowed, not cloned: a clone would write the `Arc`'s count, one line that every
+        // worker would then write on every turn.
+        let shared = self.shared();
         if self.turn % INJECTOR_INTERVAL == 0 {
             if let Some(task) = steal_retrying(|| shared.injector.steal()) {
                 return Some(task);
@@ -190,7 +192,9 @@ impl Worker {
     }
 
     fn steal(&mut self) -> Option<Task> {
-        let shared = self.shared().clone();
+        let random = self.next_random() as usize;
+        // The fields are borrowed apart, so `shared` needs no clone of the `Arc`.
+        let shared = &self.handle.shared;
         let workers = shared.remotes.len();
         if workers > 1 && !self.searching {
             self.searching = shared.idle.try_transition_to_searching(workers);
@@ -198,7 +202,7 @@ impl Worker {
                 return None;
             }
         }
-        let start = self.next_random() as usize % workers;
+        let start = random % workers;
         Self::with_queue(|queue| {
             (0..workers)
                 .map(|i| (start + i) % workers)
@@ -211,7 +215,7 @@ impl Worker {
     }
 
     fn park(&mut self) {
-        let shared = self.shared().clone();
+        let shared = &self.handle.shared;
         let was_searching = std::mem::take(&mut self.searching);
         shared
             .idle
