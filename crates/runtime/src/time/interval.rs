@@ -90,6 +90,8 @@ pub enum MissedTickBehavior {
     Skip,
 }
 
+const NANOS_PER_SEC: u128 = 1_000_000_000;
+
 impl MissedTickBehavior {
     /// The deadline after a tick due at `timeout` that was seen at `now`.
     fn next_timeout(self, timeout: Instant, now: Instant, period: Duration) -> Instant {
@@ -99,8 +101,13 @@ impl MissedTickBehavior {
             MissedTickBehavior::Skip => {
                 let late = now.saturating_duration_since(timeout).as_nanos();
                 let into_period = late % period.as_nanos();
-                let to_next = period - Duration::from_nanos(into_period as u64);
-                now.saturating_add(to_next)
+                // Below the period's nanoseconds, so its seconds fit a `Duration`'s, even
+                // where the nanoseconds alone would not fit a `u64` (585 years and more).
+                let into_period = Duration::new(
+                    (into_period / NANOS_PER_SEC) as u64,
+                    (into_period % NANOS_PER_SEC) as u32,
+                );
+                now.saturating_add(period - into_period)
             }
         }
     }
@@ -219,5 +226,31 @@ impl fmt::Debug for Interval {
             .field("period", &self.period)
             .field("missed_tick_behavior", &self.missed_tick_behavior)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
+
+    #[test]
+    fn skip_finds_the_next_tick_of_a_period_too_long_for_u64_nanoseconds() {
+        let timeout = Instant::from_std(std::time::Instant::now());
+        let period = YEAR * 700;
+        let now = timeout + YEAR * 1300;
+        // Ticks of the original schedule fall at 0, 700 and 1400 years.
+        let next = MissedTickBehavior::Skip.next_timeout(timeout, now, period);
+        assert_eq!(next, timeout + YEAR * 1400);
+    }
+
+    #[test]
+    fn skip_finds_the_next_tick_of_the_original_schedule() {
+        let timeout = Instant::from_std(std::time::Instant::now());
+        let period = Duration::from_millis(7);
+        let now = timeout + Duration::from_millis(1_000_003);
+        let next = MissedTickBehavior::Skip.next_timeout(timeout, now, period);
+        assert_eq!(next, timeout + Duration::from_millis(1_000_006));
     }
 }
