@@ -5,6 +5,8 @@
 //!   or waited behind the cap, some thread takes it (a lost wake-up leaves the model
 //!   blocked, which loom reports).
 //! - A shutdown that races the jobs still lets both run once, and every pool thread exits.
+//! - A job spawned as the pool shuts down either runs or is cancelled, exactly once, and the
+//!   shutdown's wait returns either way.
 #![cfg(loom)]
 
 use escapement::loom_api::{BlockingPool, JobCount};
@@ -43,4 +45,23 @@ fn two_threads_share_the_jobs_without_losing_one() {
 #[test]
 fn a_shutdown_racing_the_jobs_still_runs_them() {
     two_spawns(1, false);
+}
+
+#[test]
+fn a_spawn_racing_the_shutdown_runs_or_is_cancelled_once() {
+    loom::model(|| {
+        let pool = BlockingPool::new(1);
+        let count = JobCount::new();
+        let spawner = {
+            let (pool, count) = (pool.clone(), count.clone());
+            thread::spawn(move || pool.spawn(count))
+        };
+        pool.shutdown_and_wait();
+        spawner.join().unwrap();
+        assert_eq!(
+            count.get() + count.cancelled(),
+            1,
+            "the job ran or was cancelled, once"
+        );
+    });
 }

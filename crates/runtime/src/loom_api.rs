@@ -321,9 +321,10 @@ pub struct BlockingPool {
     inner: Arc<crate::task::BlockingPool<CountJob>>,
 }
 
-/// A count that jobs raise and a model waits on.
+/// A count that jobs raise and a model waits on, with the jobs cancelled beside it.
 pub struct JobCount {
     count: Mutex<usize>,
+    cancelled: Mutex<usize>,
     changed: crate::loom::Condvar,
 }
 
@@ -331,6 +332,7 @@ impl JobCount {
     pub fn new() -> Arc<JobCount> {
         Arc::new(JobCount {
             count: Mutex::new(0),
+            cancelled: Mutex::new(0),
             changed: crate::loom::Condvar::new(),
         })
     }
@@ -338,6 +340,11 @@ impl JobCount {
     /// The jobs run so far.
     pub fn get(&self) -> usize {
         *self.count.lock()
+    }
+
+    /// The jobs cancelled so far.
+    pub fn cancelled(&self) -> usize {
+        *self.cancelled.lock()
     }
 
     /// Blocks until `count` jobs have run (loom reports a deadlock if they never do).
@@ -358,8 +365,10 @@ impl crate::task::Job for CountJob {
         self.0.changed.notify_all();
     }
 
-    /// Nothing waits on a count but the model, which checks it.
-    fn cancel(self) {}
+    /// Counted apart; nothing waits on it but the model, which checks it.
+    fn cancel(self) {
+        *self.0.cancelled.lock() += 1;
+    }
 }
 
 impl BlockingPool {
@@ -379,7 +388,7 @@ impl BlockingPool {
     /// Shuts the pool down and waits until its threads have exited.
     pub fn shutdown_and_wait(&self) {
         self.inner.shutdown();
-        self.inner.wait_for_exit();
+        self.inner.wait_for_exit(None);
     }
 }
 

@@ -4,7 +4,8 @@
 //! `Sleep`'s docs say) unless it had already fired, and so do a `Timeout` and an `Interval`
 //! waiting on one; `shutdown_timeout` returns after about its timeout when a task is blocked in
 //! `std::thread::sleep`; the tasks it cancels are dropped inside its context; dropped on a
-//! worker of another runtime, it still waits for its own busy workers. (Tasks holding armed
+//! worker of another runtime, it still waits for its own busy workers, and on one of its own
+//! workers for the others. (Tasks holding armed
 //! timers at shutdown are `task_drop_in_place.rs` and `shutdown_many_timers.rs`.)
 
 mod support;
@@ -263,6 +264,36 @@ fn dropping_a_runtime_on_another_runtimes_worker_waits_for_its_busy_workers() {
     assert_eq!(
         seen, 1,
         "the drop waited for the busy worker and cancelled its task"
+    );
+}
+
+#[test]
+fn dropping_a_runtime_on_its_own_worker_waits_for_its_other_busy_workers() {
+    let rt = running(2);
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let guard = DropCounter(dropped.clone());
+    let (started, busy) = std::sync::mpsc::channel();
+    drop(rt.spawn(async move {
+        let _guard = guard;
+        started.send(()).unwrap();
+        // Busy in one poll, on one worker, while a task on the other drops the runtime.
+        std::thread::sleep(Duration::from_millis(200));
+        pending::<()>().await;
+    }));
+    busy.recv().unwrap();
+    let handle = rt.handle().clone();
+    let slot = Arc::new(Mutex::new(Some(rt)));
+    let (report, seen) = std::sync::mpsc::channel();
+    drop(handle.spawn(async move {
+        drop(slot.lock().unwrap().take());
+        report.send(dropped.load(Ordering::SeqCst)).unwrap();
+    }));
+    let seen = seen
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the drop returned");
+    assert_eq!(
+        seen, 1,
+        "the drop waited for the other busy worker and cancelled its task"
     );
 }
 

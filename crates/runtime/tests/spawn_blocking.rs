@@ -1,7 +1,9 @@
 //! `task::spawn_blocking`: runs a closure on a pooled blocking thread, reports panics as
 //! `JoinError`s, and holds a paused clock's auto-advance back while it runs. The pool reuses
 //! its threads, caps them at `max_blocking_threads`, lets idle ones go after the keep-alive,
-//! and runs every queued closure even when the runtime shuts down.
+//! and runs every queued closure even when the runtime shuts down; dropping the runtime waits
+//! for them, `shutdown_timeout` up to its timeout, and a closure passed after the shutdown is
+//! cancelled.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -191,10 +193,101 @@ fn closures_queued_when_the_runtime_shuts_down_still_run() {
         let second = spawn_blocking(|| 2);
         (first, second)
     });
-    drop(rt);
+    // Without waiting for them: `first` waits for the message sent below.
+    rt.shutdown_background();
     release.send(()).expect("the first closure is waiting");
     assert!(futures::executor::block_on(first).unwrap());
     assert_eq!(futures::executor::block_on(second).unwrap(), 2);
+}
+
+#[test]
+fn dropping_the_runtime_waits_for_running_and_queued_closures() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .max_blocking_threads(1)
+        .build()
+        .expect("a runtime");
+    let finished = Arc::new(AtomicUsize::new(0));
+    let (started, running) = mpsc::channel();
+    rt.block_on(async {
+        let finished_first = finished.clone();
+        drop(spawn_blocking(move || {
+            started.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+            finished_first.fetch_add(1, Ordering::SeqCst);
+        }));
+        // Queued behind the first, on the only thread.
+        let finished_second = finished.clone();
+        drop(spawn_blocking(move || {
+            finished_second.fetch_add(1, Ordering::SeqCst);
+        }));
+    });
+    running.recv().expect("the first closure started");
+    drop(rt);
+    assert_eq!(
+        finished.load(Ordering::SeqCst),
+        2,
+        "the drop returned before both closures had"
+    );
+}
+
+#[test]
+fn shutdown_timeout_waits_for_a_closure_up_to_the_timeout() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .build()
+        .expect("a runtime");
+    let (release, blocked) = mpsc::channel::<()>();
+    let (started, running) = mpsc::channel();
+    let closure = {
+        let _inside = rt.enter();
+        spawn_blocking(move || {
+            started.send(()).unwrap();
+            blocked.recv().is_ok()
+        })
+    };
+    running.recv().expect("the closure started");
+    let timeout = std::time::Duration::from_millis(100);
+    let start = std::time::Instant::now();
+    rt.shutdown_timeout(timeout);
+    let took = start.elapsed();
+    assert!(took >= timeout, "returned before the timeout: {took:?}");
+    assert!(
+        took < std::time::Duration::from_secs(20),
+        "waited past the timeout: {took:?}"
+    );
+    release.send(()).expect("the closure is still waiting");
+    assert!(futures::executor::block_on(closure).unwrap());
+}
+
+#[test]
+fn a_closure_passed_after_the_shutdown_is_cancelled_without_running() {
+    let rt = escapement::Runtime::new().expect("a runtime");
+    let handle = rt.handle().clone();
+    drop(rt);
+    let ran = Arc::new(AtomicUsize::new(0));
+    let closure = {
+        let ran = ran.clone();
+        handle.spawn_blocking(move || ran.fetch_add(1, Ordering::SeqCst))
+    };
+    let error = futures::executor::block_on(closure).expect_err("cancelled");
+    assert!(error.is_cancelled());
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn a_runtime_dropped_inside_one_of_its_closures_does_not_wait_for_that_closure() {
+    let rt = escapement::Runtime::new().expect("a runtime");
+    let handle = rt.handle().clone();
+    let slot = Arc::new(std::sync::Mutex::new(Some(rt)));
+    let (done, finished) = mpsc::channel();
+    drop(handle.spawn_blocking(move || {
+        drop(slot.lock().unwrap().take());
+        done.send(()).unwrap();
+    }));
+    finished
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the drop returned inside the closure");
 }
 
 #[test]

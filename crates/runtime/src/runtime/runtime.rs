@@ -114,31 +114,39 @@ impl Runtime {
         self.handle.enter()
     }
 
-    /// Shuts the runtime down, waiting at most `timeout` for worker threads busy in a task
-    /// poll to come back; threads still busy then are left to finish on their own.
+    /// Shuts the runtime down, waiting at most `timeout` in all for worker threads busy in a
+    /// task poll to come back and for `spawn_blocking` closures to return; threads still busy
+    /// then are left to finish on their own.
     ///
     /// Every task is cancelled (its future dropped) and every pending timer of the runtime
-    /// is woken, never to fire.
+    /// is woken, never to fire. Blocking closures are not cancelled: those already passed to
+    /// `spawn_blocking`, queued ones included, run to the end; those passed after the
+    /// shutdown are cancelled.
     pub fn shutdown_timeout(mut self, timeout: Duration) {
         self.shutdown(Some(timeout));
     }
 
-    /// Shuts down: stop the workers, cancel every task, wake every timer.
+    /// Shuts the runtime down without waiting for busy worker threads or blocking
+    /// closures: [`shutdown_timeout`](Runtime::shutdown_timeout) with a zero timeout.
+    pub fn shutdown_background(self) {
+        self.shutdown_timeout(Duration::ZERO);
+    }
+
+    /// Shuts down: stop the workers, cancel every task, wake every timer, then wait for the
+    /// blocking closures, all within `timeout` (`None`: as long as they take).
     fn shutdown(&mut self, timeout: Option<Duration>) {
         let shared = &self.handle.shared;
         if shared.is_shutdown() && self.threads.is_empty() {
             return;
         }
+        let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
         shared.begin_shutdown();
-        // A runtime dropped on one of its own workers cannot wait for that worker.
-        let timeout = if worker::is_worker_of(shared) {
-            Some(Duration::ZERO)
-        } else {
-            timeout
-        };
-        let all_exited = shared.wait_for_workers(timeout);
+        // A runtime dropped on one of its own workers cannot wait for that worker, which is
+        // in the poll doing the drop; it waits for the others.
+        let on_own_worker = worker::is_worker_of(shared);
+        let others_exited = shared.wait_for_workers(usize::from(on_own_worker), deadline);
         for thread in std::mem::take(&mut self.threads) {
-            if all_exited || crate::loom::is_finished(&thread) {
+            if (others_exited && !on_own_worker) || crate::loom::is_finished(&thread) {
                 let _ = thread.join();
             }
         }
@@ -148,14 +156,17 @@ impl Runtime {
         shared.owned.close_and_shutdown_all();
         shared.drain_injector();
         shared.driver.shutdown();
-        // Idle blocking threads exit now, busy ones once the closures queued have run.
+        // Idle blocking threads exit now, busy ones once the closures queued have run; the
+        // closures a future's drop passed to `spawn_blocking` just above are among them.
         shared.blocking.shutdown();
+        shared.blocking.wait_for_exit(deadline);
     }
 }
 
 impl Drop for Runtime {
     /// Shuts down like [`shutdown_timeout`](Runtime::shutdown_timeout), waiting as long as
-    /// worker threads take to finish their current poll.
+    /// worker threads take to finish their current poll and blocking closures take to
+    /// return.
     fn drop(&mut self) {
         self.shutdown(None);
     }

@@ -109,17 +109,20 @@ impl Shared {
     pub(crate) fn worker_exited(&self) {
         let mut live = self.live_workers.lock();
         *live -= 1;
-        if *live == 0 {
-            self.workers_exited.notify_all();
-        }
+        // Every exit, not only the last: a shutdown on one of the workers waits for all but
+        // its own.
+        self.workers_exited.notify_all();
     }
 
-    /// Waits until every worker left its loop, or `timeout` passed; returns whether they all
-    /// did.
-    pub(crate) fn wait_for_workers(&self, timeout: Option<std::time::Duration>) -> bool {
-        let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
+    /// Waits until at most `remaining` workers are still in their loop, or `deadline`
+    /// passed; returns whether they were.
+    pub(crate) fn wait_for_workers(
+        &self,
+        remaining: usize,
+        deadline: Option<std::time::Instant>,
+    ) -> bool {
         let mut live = self.live_workers.lock();
-        while *live > 0 {
+        while *live > remaining {
             match deadline {
                 None => live = self.workers_exited.wait(live),
                 Some(deadline) => {

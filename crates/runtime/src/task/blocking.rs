@@ -22,8 +22,11 @@ use crate::JoinHandle;
 /// [`Builder::max_blocking_threads`](crate::Builder::max_blocking_threads) (default 512) run
 /// at once; more closures wait in a queue, in the order they came. A panic in `f` becomes a
 /// [`JoinError`](crate::JoinError). A closure is not cancelled when the runtime shuts down:
-/// every closure already passed to `spawn_blocking` runs to the end, and awaiting its handle
-/// afterwards still gives the result; the threads exit once the queue is empty.
+/// every closure already passed to `spawn_blocking` runs to the end, queued ones included,
+/// and awaiting its handle afterwards still gives the result. Dropping the runtime waits for
+/// them ([`Runtime::shutdown_timeout`](crate::Runtime::shutdown_timeout) up to its timeout),
+/// then the threads exit. A closure passed after the shutdown never runs: its handle gives a
+/// cancelled [`JoinError`](crate::JoinError).
 ///
 /// # Examples
 ///

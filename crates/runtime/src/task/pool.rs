@@ -14,7 +14,7 @@
 //! | `threads`  | threads started and not yet exited                         |
 //! | `idle`     | threads waiting on the condvar                             |
 //! | `notified` | idle threads already woken for a job, not yet back under the lock |
-//! | `shutdown` | the runtime shut down: idle threads exit at once           |
+//! | `shutdown` | the runtime shut down: idle threads exit at once, new jobs are cancelled |
 //!
 //! # The protocol
 //!
@@ -24,6 +24,8 @@
 //!   system refuses the new thread, the job waits for a thread that is still alive; with
 //!   none left, nothing would ever take the queue, so `spawn` cancels every queued job and
 //!   panics.
+//! - After shutdown, `spawn` cancels the job instead of queuing it: the runtime that would
+//!   wait for it is gone. Jobs queued before still run, and the shutdown waits for them.
 //! - A thread takes jobs from the queue until it is empty, running each without the lock.
 //!   With the queue empty it exits if the pool is shut down or its keep-alive has run out;
 //!   otherwise it waits, counted in `idle`. When it wakes for any reason (a notify, the
@@ -42,7 +44,15 @@ use std::fmt;
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::loom::{thread, Arc, Condvar, Mutex};
+use std::cell::Cell;
+
+use crate::loom::{thread, thread_local_const, Arc, Condvar, Mutex};
+
+thread_local_const! {
+    /// The address of the pool whose thread this is, or 0: a shutdown that runs on one of
+    /// the pool's own threads cannot wait for that one.
+    static POOL_OF_THIS_THREAD: Cell<usize> = Cell::new(0);
+}
 
 /// Work the pool runs on one of its threads.
 pub(crate) trait Job: Send + 'static {
@@ -108,6 +118,12 @@ impl<J: Job> BlockingPool<J> {
     #[track_caller]
     fn spawn_with(pool: &Arc<Self>, job: J, start: impl FnOnce(Arc<Self>) -> io::Result<()>) {
         let mut state = pool.state.lock();
+        if state.shutdown {
+            drop(state);
+            // Outside the lock, as below.
+            job.cancel();
+            return;
+        }
         state.queue.push_back(job);
         if state.idle > state.notified {
             state.notified += 1;
@@ -136,20 +152,36 @@ impl<J: Job> BlockingPool<J> {
         panic!("failed to spawn a thread for spawn_blocking: {error}");
     }
 
-    /// Lets idle threads exit at once, and every thread exit once the queue is empty.
+    /// Lets idle threads exit at once, and every thread exit once the queue is empty; jobs
+    /// spawned from now on are cancelled.
     pub(crate) fn shutdown(&self) {
         self.state.lock().shutdown = true;
         self.condvar.notify_all();
     }
 
     /// After [`shutdown`](Self::shutdown): waits until every thread has exited, so every
-    /// job queued before has run.
-    #[cfg(any(loom, test))]
-    pub(crate) fn wait_for_exit(&self) {
+    /// job queued before has run, or until `deadline`; returns whether they all did. On one
+    /// of the pool's own threads (a job shutting its runtime down) it waits for the others.
+    pub(crate) fn wait_for_exit(&self, deadline: Option<Instant>) -> bool {
+        let own = usize::from(POOL_OF_THIS_THREAD.with(Cell::get) == self.address());
         let mut state = self.state.lock();
-        while state.threads > 0 {
-            state = self.condvar.wait(state);
+        while state.threads > own {
+            state = match deadline {
+                None => self.condvar.wait(state),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return false;
+                    }
+                    self.condvar.wait_for(state, deadline - now)
+                }
+            };
         }
+        true
+    }
+
+    fn address(&self) -> usize {
+        std::ptr::from_ref(self).addr()
     }
 
     /// Threads started and not yet exited.
@@ -160,6 +192,7 @@ impl<J: Job> BlockingPool<J> {
 
     /// One thread's life: run jobs, wait for more, exit.
     fn run(&self) {
+        POOL_OF_THIS_THREAD.with(|pool| pool.set(self.address()));
         let mut state = self.state.lock();
         // When this thread's keep-alive runs out (`None` inside: never), set when it first
         // finds no job.
@@ -191,10 +224,11 @@ impl<J: Job> BlockingPool<J> {
             }
         }
         state.threads -= 1;
-        let last = state.threads == 0;
+        let notify = state.threads == 0 || state.shutdown;
         drop(state);
-        if last {
-            // For `wait_for_exit`; idle threads that wake too look at the queue again.
+        if notify {
+            // For `wait_for_exit`, which may wait for all threads but its own; idle threads
+            // that wake too look at the queue again.
             self.condvar.notify_all();
         }
     }
@@ -284,7 +318,7 @@ mod tests {
         );
         assert_eq!(pool.threads(), 3);
         pool.shutdown();
-        pool.wait_for_exit();
+        assert!(pool.wait_for_exit(None));
         assert_eq!(ran.load(Ordering::SeqCst), 4);
         assert_eq!(pool.threads(), 0);
     }
@@ -309,7 +343,7 @@ mod tests {
         }
         assert_eq!(pool.threads(), 1);
         pool.shutdown();
-        pool.wait_for_exit();
+        assert!(pool.wait_for_exit(None));
     }
 
     #[test]
@@ -339,7 +373,7 @@ mod tests {
         BlockingPool::spawn(&pool, run(move || done.send(()).unwrap()));
         finished.recv().unwrap();
         pool.shutdown();
-        pool.wait_for_exit();
+        assert!(pool.wait_for_exit(None));
     }
 
     #[test]
@@ -362,7 +396,7 @@ mod tests {
         assert_eq!(finished.recv().unwrap(), 1);
         assert_eq!(finished.recv().unwrap(), 2);
         pool.shutdown();
-        pool.wait_for_exit();
+        assert!(pool.wait_for_exit(None));
     }
 
     /// Waits (at most 10 s) until every thread of the pool is idle.
