@@ -1,7 +1,7 @@
 //! `JoinHandle` and `JoinError`: the output through the handle (awaited in the runtime or
 //! on another thread), dropped exactly once whether the handle goes before or after the task
 //! completes, `is_finished`, `Debug`, and every accessor of `JoinError` for a cancelled and
-//! a panicked task: `is_cancelled`, `is_panic`, `into_panic`, `try_into_panic`, `task_id`,
+//! a panicked task: `is_cancelled`, `is_panic`, `into_panic`, `try_into_panic`, `id`,
 //! `Display`, and the conversion to `io::Error`.
 
 mod support;
@@ -108,7 +108,7 @@ fn a_cancelled_error_says_so() {
     let error = cancelled_error();
     assert!(error.is_cancelled());
     assert!(!error.is_panic());
-    let id = error.task_id();
+    let id = error.id();
     assert_eq!(error.to_string(), format!("task {id} was cancelled"));
     assert!(format!("{error:?}").contains("Cancelled"));
     let error = error
@@ -131,7 +131,7 @@ fn a_panic_error_carries_the_payload() {
     let error = panic_error("boom");
     assert!(error.is_panic());
     assert!(!error.is_cancelled());
-    let id = error.task_id();
+    let id = error.id();
     assert_eq!(
         error.to_string(),
         format!("task {id} panicked with message \"boom\"")
@@ -158,7 +158,7 @@ fn a_formatted_panic_message_is_kept() {
 #[test]
 fn a_non_string_payload_is_kept_and_can_be_resumed() {
     let error = panic_error(42u32);
-    let id = error.task_id();
+    let id = error.id();
     assert_eq!(error.to_string(), format!("task {id} panicked"));
     let payload = error.into_panic();
     let resumed = panic::catch_unwind(AssertUnwindSafe(|| panic::resume_unwind(payload)))
@@ -173,7 +173,7 @@ fn task_ids_are_unique() {
         .map(|_| {
             let task = rt.spawn(pending::<()>());
             task.abort();
-            rt.block_on(task).expect_err("aborted").task_id()
+            rt.block_on(task).expect_err("aborted").id()
         })
         .collect();
     ids.sort_unstable();

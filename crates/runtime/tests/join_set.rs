@@ -108,7 +108,7 @@ fn an_abort_handle_cancels_its_task_and_outlives_the_join() {
         long.abort();
         let mut outcomes = Vec::new();
         while let Some(result) = set.join_next().await {
-            outcomes.push(result.map_err(|error| (error.is_cancelled(), error.task_id())));
+            outcomes.push(result.map_err(|error| (error.is_cancelled(), error.id())));
         }
         outcomes.sort_by_key(|outcome| outcome.is_ok());
         assert_eq!(outcomes, [Err((true, long_id)), Ok(1)]);

@@ -2,7 +2,8 @@
 //! `Handle::spawn` from `block_on`, tasks and other threads; tasks spawning tasks; many tasks
 //! on 1 and 4 workers; `Handle::current`, `Handle::try_current` and `Handle::enter` (nested
 //! guards restore the previous runtime, guards dropped out of order panic); `task::yield_now`
-//! letting other tasks run; and the worker thread names.
+//! letting other tasks run; the worker thread names; and a builder chain written for tokio
+//! (`new_multi_thread`, `enable_all`, `enable_time`, `shutdown_background`).
 
 mod support;
 
@@ -254,4 +255,20 @@ fn the_default_runtime_runs_tasks() {
     let rt = Runtime::new().expect("a runtime");
     assert_eq!(rt.block_on(rt.spawn(async { 3 })).expect("completes"), 3);
     assert!(format!("{rt:?}").contains("Runtime"));
+}
+
+#[test]
+fn a_builder_chain_written_for_tokio_builds_a_runtime() {
+    let rt = escapement::Builder::new_multi_thread()
+        .enable_all()
+        .enable_time()
+        .worker_threads(2)
+        .build()
+        .expect("a runtime");
+    let value = rt.block_on(async {
+        escapement::time::sleep(std::time::Duration::from_millis(1)).await;
+        rt.spawn(async { 7 }).await.expect("the task completes")
+    });
+    assert_eq!(value, 7);
+    rt.shutdown_background();
 }

@@ -63,6 +63,23 @@ impl Builder {
         }
     }
 
+    /// The same as [`Builder::new`]: every escapement runtime is multi-threaded. Named as
+    /// tokio's, so that a builder chain ports by changing the import.
+    pub fn new_multi_thread() -> Builder {
+        Builder::new()
+    }
+
+    /// Does nothing: the timer driver is always on, and escapement has no I/O driver. Named
+    /// as tokio's, so that a builder chain ports by changing the import.
+    pub fn enable_all(&mut self) -> &mut Builder {
+        self
+    }
+
+    /// Does nothing, as [`enable_all`](Builder::enable_all): the timer driver is always on.
+    pub fn enable_time(&mut self) -> &mut Builder {
+        self
+    }
+
     /// The number of worker threads. Worker 0 also drives the timers.
     ///
     /// # Panics

@@ -58,7 +58,7 @@ impl AbortHandle {
         self.header().state.load().is_complete()
     }
 
-    /// The task's id, as [`JoinError::task_id`](crate::JoinError::task_id) reports it.
+    /// The task's id, as [`JoinError::id`](crate::JoinError::id) reports it.
     pub fn id(&self) -> u64 {
         self.header().id
     }

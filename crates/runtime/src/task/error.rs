@@ -77,8 +77,9 @@ impl JoinError {
         }
     }
 
-    /// The runtime's id of the task, unique among its tasks.
-    pub fn task_id(&self) -> u64 {
+    /// The runtime's id of the task, unique among its tasks: the one
+    /// [`JoinHandle::id`](crate::JoinHandle::id) gave.
+    pub fn id(&self) -> u64 {
         self.id
     }
 }

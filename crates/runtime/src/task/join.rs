@@ -96,7 +96,7 @@ impl<T> JoinHandle<T> {
         header.state.load().is_complete()
     }
 
-    /// The task's id, as [`JoinError::task_id`] reports it: unique among the runtime's tasks.
+    /// The task's id, as [`JoinError::id`] reports it: unique among the runtime's tasks.
     pub fn id(&self) -> u64 {
         self.header().id
     }
