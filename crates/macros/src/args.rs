@@ -1,4 +1,5 @@
-//! [`Args`]: the attribute's arguments, `worker_threads = N` and `start_paused = BOOL`.
+//! [`Args`]: the attribute's arguments, `flavor = "..."`, `worker_threads = N` and
+//! `start_paused = BOOL`.
 
 use proc_macro2::{Ident, Literal, TokenStream};
 use syn::parse::Parser;
@@ -8,10 +9,21 @@ use syn::{Expr, ExprLit, Lit, Meta, MetaNameValue, Token};
 /// The runtime configuration an attribute asks for; `None` where it names nothing.
 #[derive(Debug, Default)]
 pub(crate) struct Args {
+    /// `flavor = "multi_thread"` or `"current_thread"`, tokio's names, kept so that a tokio
+    /// attribute ports unchanged.
+    pub(crate) flavor: Option<Flavor>,
     /// `worker_threads = N`: `N` as an unsuffixed `usize` literal with the user's span.
     pub(crate) worker_threads: Option<Literal>,
     /// `start_paused = BOOL`: `true` or `false` as written, with the user's span.
     pub(crate) start_paused: Option<Ident>,
+}
+
+/// The runtime a tokio attribute asks for. Escapement's runtime is always multi-threaded:
+/// `CurrentThread` gives it one worker thread, as a test gets by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flavor {
+    MultiThread,
+    CurrentThread,
 }
 
 impl Args {
@@ -23,13 +35,20 @@ impl Args {
         let metas = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(tokens)?;
         let mut args = Args::default();
         let mut errors: Option<syn::Error> = None;
+        let mut report = |error| match &mut errors {
+            Some(errors) => syn::Error::combine(errors, error),
+            None => errors = Some(error),
+        };
         for meta in &metas {
             if let Err(error) = args.apply(meta) {
-                match &mut errors {
-                    Some(errors) => errors.combine(error),
-                    None => errors = Some(error),
-                }
+                report(error);
             }
+        }
+        if let (Some(Flavor::CurrentThread), Some(count)) = (args.flavor, &args.worker_threads) {
+            report(syn::Error::new(
+                count.span(),
+                "`worker_threads` needs `flavor = \"multi_thread\"`: \"current_thread\" is one worker",
+            ));
         }
         match errors {
             Some(errors) => Err(errors),
@@ -45,6 +64,13 @@ impl Args {
             .map(ToString::to_string)
             .unwrap_or_default();
         match name.as_str() {
+            "flavor" => {
+                if self.flavor.is_some() {
+                    return Err(duplicate(path, &name));
+                }
+                let value = value_of(meta, "flavor = \"multi_thread\"")?;
+                self.flavor = Some(flavor(value)?);
+            }
             "worker_threads" => {
                 if self.worker_threads.is_some() {
                     return Err(duplicate(path, &name));
@@ -62,7 +88,7 @@ impl Args {
             _ => {
                 let shown = quote::ToTokens::to_token_stream(path).to_string();
                 let message = format!(
-                    "unknown argument `{}`: expected `worker_threads` or `start_paused`",
+                    "unknown argument `{}`: expected `flavor`, `worker_threads` or `start_paused`",
                     shown.replace(' ', "")
                 );
                 return Err(syn::Error::new_spanned(path, message));
@@ -84,6 +110,24 @@ fn value_of<'a>(meta: &'a Meta, example: &str) -> syn::Result<&'a Expr> {
         Meta::Path(_) | Meta::List(_) => Err(syn::Error::new_spanned(
             meta,
             format!("expected a value, as in `{example}`"),
+        )),
+    }
+}
+
+/// `flavor`: `"multi_thread"` or `"current_thread"`.
+fn flavor(value: &Expr) -> syn::Result<Flavor> {
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(name),
+            ..
+        }) if name.value() == "multi_thread" => Ok(Flavor::MultiThread),
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(name),
+            ..
+        }) if name.value() == "current_thread" => Ok(Flavor::CurrentThread),
+        _ => Err(syn::Error::new_spanned(
+            value,
+            "`flavor` must be \"multi_thread\" or \"current_thread\"",
         )),
     }
 }
@@ -129,7 +173,7 @@ fn start_paused(value: &Expr) -> syn::Result<Ident> {
 
 #[cfg(test)]
 mod tests {
-    use super::Args;
+    use super::{Args, Flavor};
     use quote::quote;
 
     fn error(tokens: proc_macro2::TokenStream) -> String {
@@ -137,7 +181,7 @@ mod tests {
     }
 
     #[test]
-    fn parses_both_arguments_in_any_order() {
+    fn parses_every_argument_in_any_order() {
         let args = Args::parse(quote!(start_paused = true, worker_threads = 3)).unwrap();
         assert_eq!(args.worker_threads.unwrap().to_string(), "3");
         assert_eq!(args.start_paused.unwrap().to_string(), "true");
@@ -148,13 +192,29 @@ mod tests {
 
         let args = Args::parse(quote!()).unwrap();
         assert!(args.worker_threads.is_none() && args.start_paused.is_none());
+        assert!(args.flavor.is_none());
+
+        let args = Args::parse(quote!(worker_threads = 2, flavor = "multi_thread")).unwrap();
+        assert_eq!(args.flavor, Some(Flavor::MultiThread));
+        assert_eq!(args.worker_threads.unwrap().to_string(), "2");
+
+        let args = Args::parse(quote!(flavor = "current_thread", start_paused = true)).unwrap();
+        assert_eq!(args.flavor, Some(Flavor::CurrentThread));
     }
 
     #[test]
     fn rejects_bad_arguments() {
         assert_eq!(
-            error(quote!(flavor = "current_thread")),
-            "unknown argument `flavor`: expected `worker_threads` or `start_paused`"
+            error(quote!(threads = 2)),
+            "unknown argument `threads`: expected `flavor`, `worker_threads` or `start_paused`"
+        );
+        assert!(error(quote!(flavor = "single")).contains("\"multi_thread\" or"));
+        assert!(error(quote!(flavor = multi_thread)).contains("\"multi_thread\" or"));
+        assert!(error(quote!(flavor = "current_thread", worker_threads = 2))
+            .contains("needs `flavor = \"multi_thread\"`"));
+        assert_eq!(
+            error(quote!(flavor = "multi_thread", flavor = "multi_thread")),
+            "duplicate argument `flavor`"
         );
         assert_eq!(
             error(quote!(worker_threads = 1, worker_threads = 2)),

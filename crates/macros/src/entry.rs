@@ -6,7 +6,7 @@ use quote::{quote, quote_spanned, ToTokens};
 use syn::punctuated::Punctuated;
 use syn::{AttrStyle, Attribute, ItemFn};
 
-use crate::args::Args;
+use crate::args::{Args, Flavor};
 
 /// Which attribute is expanding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,10 +106,12 @@ impl Entry {
             .into_iter()
             .partition(|attr| matches!(attr.style, AttrStyle::Inner(_)));
         // The runtime's settings; `Builder::new()`'s defaults apply to what is left out.
-        let worker_threads = match (args.worker_threads, self) {
-            (Some(count), _) => Some(quote!(.worker_threads(#count))),
-            (None, Entry::Test) => Some(quote!(.worker_threads(1))),
-            (None, Entry::Main) => None,
+        let worker_threads = match (args.worker_threads, args.flavor, self) {
+            (Some(count), _, _) => Some(quote!(.worker_threads(#count))),
+            (None, Some(Flavor::CurrentThread), _) | (None, None, Entry::Test) => {
+                Some(quote!(.worker_threads(1)))
+            }
+            (None, Some(Flavor::MultiThread), _) | (None, None, Entry::Main) => None,
         };
         let start_paused = args
             .start_paused

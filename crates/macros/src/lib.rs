@@ -27,7 +27,8 @@
 //!   is not the return type is reported there, beside the declared type.
 //! - `body` and `runtime` are `mixed_site` identifiers: the body cannot name or shadow them.
 //! - Outer attributes stay on the function; inner ones (`#![allow(...)]`) atop its new body.
-//! - Only the arguments given become `Builder` calls, except the test's one worker thread.
+//! - Only the arguments given become `Builder` calls, except the test's one worker thread
+//!   (also what `flavor = "current_thread"` gives; `"multi_thread"` leaves the default).
 //! - On any error the function is still rewritten (default arguments, parameters and a
 //!   second `#[test]` dropped) and each error is emitted beside it as a `compile_error!` at
 //!   the offending token, so the compiler reports those errors and no cascade of follow-up

@@ -60,6 +60,7 @@ struct ReadmeDoctests;
 ///
 /// | argument | value | default |
 /// | --- | --- | --- |
+/// | `flavor = "F"` | tokio's names, so its attributes port unchanged: `"multi_thread"` (the default) or `"current_thread"` (one worker thread; `worker_threads` is then an error) | `"multi_thread"` |
 /// | `worker_threads = N` | a positive integer literal: [`Builder::worker_threads`] | one per available CPU, as [`Builder::new`] |
 /// | `start_paused = B` | `true` or `false`: [`Builder::start_paused`] | `false` |
 ///
@@ -125,6 +126,7 @@ pub use escapement_macros::main;
 ///
 /// | argument | value | default |
 /// | --- | --- | --- |
+/// | `flavor = "F"` | as for [`main`](macro@main); `"multi_thread"` without `worker_threads` gives one worker per available CPU | `"current_thread"`: one worker |
 /// | `worker_threads = N` | a positive integer literal: [`Builder::worker_threads`] | `1`: a small runtime per test |
 /// | `start_paused = B` | `true` or `false`: [`Builder::start_paused`] | `false` |
 ///

@@ -1,5 +1,5 @@
 //! `#[escapement::test]` and `#[escapement::main]`: the runtime each builds, as seen from the
-//! body. (Compile errors are in `macros_ui.rs`.)
+//! body, with each argument, tokio's `flavor` included. (Compile errors are in `macros_ui.rs`.)
 
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,8 +51,8 @@ async fn runs_the_body_on_the_test_thread() {
     assert_eq!(answer, 42);
 }
 
-#[escapement::test]
-async fn a_test_runtime_has_one_worker_by_default() {
+/// Runs tasks and checks that every one ran on worker 0.
+async fn one_worker_runs_every_task() {
     let tasks: Vec<_> = (0..8)
         .map(|_| {
             escapement::spawn(async {
@@ -64,6 +64,29 @@ async fn a_test_runtime_has_one_worker_by_default() {
     for task in tasks {
         assert_eq!(task.await.unwrap(), "escapement-worker-0");
     }
+}
+
+#[escapement::test]
+async fn a_test_runtime_has_one_worker_by_default() {
+    one_worker_runs_every_task().await;
+}
+
+/// tokio's `current_thread` flavor: escapement's runtime with one worker.
+#[escapement::test(flavor = "current_thread")]
+async fn the_current_thread_flavor_is_one_worker() {
+    one_worker_runs_every_task().await;
+}
+
+#[escapement::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_multi_thread_flavor_takes_a_worker_count() {
+    assert!(tasks_run_at_once(2).await);
+}
+
+/// Without a count, a worker per CPU, as `Runtime::new` gives.
+#[escapement::test(flavor = "multi_thread")]
+async fn the_multi_thread_flavor_has_a_worker_per_cpu() {
+    let cpus = thread::available_parallelism().map_or(1, usize::from);
+    assert!(tasks_run_at_once(cpus).await);
 }
 
 #[escapement::test(worker_threads = 2)]

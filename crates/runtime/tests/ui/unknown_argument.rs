@@ -1,6 +1,6 @@
-// tokio's `flavor` has no counterpart: escapement has one, multi-threaded, runtime.
-#[escapement::test(flavor = "current_thread")]
-async fn flavor() {}
+// tokio's `crate` has no counterpart: the expansion always names `::escapement`.
+#[escapement::test(crate = "escapement")]
+async fn renamed_crate() {}
 
-#[escapement::main(worker_threads = 2, crate = "escapement")]
+#[escapement::main(worker_threads = 2, threads = 2)]
 async fn main() {}
