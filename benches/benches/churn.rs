@@ -27,7 +27,7 @@
 //! A handler picks connections uniformly at random (seeded), reads the clock once per batch
 //! of [`BATCH`] events (as a stack does per read from its socket), then checks its TIME-WAIT
 //! FIFO and yields (`task::yield_now`), standing for waiting on the socket, so the runtime
-//! gets to fire timers. On tokio the handlers run under `tokio::task::unconstrained`: its
+//! gets to fire timers. The handlers run under `task::unconstrained` on both runtimes: the
 //! cooperative budget would otherwise make every timer poll after the 128th of a batch
 //! return `Pending` without registering.
 //!

@@ -24,8 +24,8 @@
 //! Every measured loop runs inside a spawned task that `block_on` awaits, not in `block_on`
 //! itself: a runtime's timers are meant to be used from its tasks, and with one worker the
 //! loop then runs on that worker, which for escapement is worker 0, the timer driver's owner.
-//! With two workers the scheduler picks the worker. Tokio's loops run under
-//! `tokio::task::unconstrained` (see `common::Rt::unconstrained`).
+//! With two workers the scheduler picks the worker. The loops run under
+//! `task::unconstrained` on both runtimes (see `common::Rt::unconstrained`).
 //!
 //! After each benchmark it prints the threads the measured loops ran on and the loops' CPU
 //! time per iteration on their thread, which the machine's other load disturbs less than wall

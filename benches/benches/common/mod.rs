@@ -41,11 +41,11 @@ pub(crate) trait Rt: Send + Sync + 'static {
         f: impl FnOnce() -> T + Send + 'static,
     ) -> impl Future<Output = T> + Send;
 
-    /// Runs `future` outside tokio's cooperative budget (`tokio::task::unconstrained`);
-    /// escapement has no budget, so there it is `future` itself.
+    /// Runs `future` outside the runtime's cooperative budget (`task::unconstrained` on
+    /// both).
     ///
-    /// Every tokio timer poll spends a unit of a task's budget of 128, and once the budget
-    /// is spent a `Sleep` returns `Pending` without registering. A loop that polls many
+    /// On both runtimes a task poll has a budget of 128 ready timer polls, and once it is
+    /// spent a `Sleep` returns `Pending` without registering. A loop that polls many
     /// sleeps in one task poll (register+cancel, the churn) would then measure nothing after
     /// the 128th sleep, so such loops run unconstrained on both runtimes.
     fn unconstrained<F: Future + Send>(future: F) -> impl Future<Output = F::Output> + Send;
@@ -169,7 +169,7 @@ macro_rules! impl_rt {
 }
 
 // escapement has no cooperative budget: its `unconstrained` is the future itself.
-impl_rt!(Escapement, escapement, unconstrained: std::convert::identity);
+impl_rt!(Escapement, escapement, unconstrained: escapement::task::unconstrained);
 impl_rt!(Tokio, tokio, unconstrained: tokio::task::unconstrained);
 
 /// The median and range of repeated measurements.

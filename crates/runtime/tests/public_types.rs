@@ -9,7 +9,7 @@ use std::error::Error;
 use std::fmt::Debug;
 use std::future::Ready;
 
-use escapement::task::{AbortHandle, JoinSet};
+use escapement::task::{AbortHandle, JoinSet, Unconstrained};
 use escapement::time::error::Elapsed;
 use escapement::time::{Advance, Instant, Interval, MissedTickBehavior, Sleep, Timeout};
 use escapement::{Builder, EnterGuard, Handle, JoinError, JoinHandle, Runtime, TryCurrentError};
@@ -34,6 +34,7 @@ fn auto_traits_match_tokio() {
     send_sync::<Elapsed>();
     send_sync::<Instant>();
     send_sync::<Advance>();
+    send_sync::<Unconstrained<Ready<()>>>();
     unpin::<Interval>();
     unpin::<JoinHandle<()>>();
     unpin::<Instant>();
@@ -75,6 +76,7 @@ fn every_public_type_is_debug() {
     debug::<Runtime>();
     debug::<Handle>();
     debug::<Builder>();
+    debug::<Unconstrained<Ready<()>>>();
     debug::<EnterGuard<'static>>();
     debug::<JoinHandle<()>>();
     debug::<JoinSet<()>>();

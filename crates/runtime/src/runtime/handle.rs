@@ -12,7 +12,7 @@ use crate::loom::Arc;
 use crate::park::Parker;
 use crate::scheduler::worker;
 use crate::scheduler::Shared;
-use crate::task::Schedule;
+use crate::task::{coop, Schedule};
 use crate::time::driver::Driver;
 use crate::time::driver_ref::{DriverRef, InShard};
 use crate::JoinHandle;
@@ -158,7 +158,7 @@ impl Handle {
         let mut cx = Context::from_waker(&waker);
         let mut future = pin!(future);
         loop {
-            if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            if let Poll::Ready(output) = coop::budget(|| future.as_mut().poll(&mut cx)) {
                 return output;
             }
             parker.park_standing_in();

@@ -161,7 +161,8 @@ where
                 };
                 // SAFETY: the future is never moved out of the cell while it is `Running`
                 // (it is dropped in place), so pinning it there is sound.
-                unsafe { Pin::new_unchecked(future) }.poll(cx)
+                let future = unsafe { Pin::new_unchecked(future) };
+                super::coop::budget(|| future.poll(cx))
             })
         }));
         match result {

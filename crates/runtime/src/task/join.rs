@@ -8,6 +8,7 @@ use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 
 use super::abort::AbortHandle;
+use super::coop;
 use super::error::JoinError;
 use super::raw::Header;
 
@@ -120,11 +121,15 @@ impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        std::task::ready!(coop::poll_proceed(cx));
         let mut output: Poll<Result<T, JoinError>> = Poll::Pending;
         let header = self.header();
         // SAFETY: `output` has the type the task's vtable writes, and this is the join handle.
         unsafe {
             (header.vtable.try_read_output)(self.header, (&raw mut output).cast(), cx.waker());
+        }
+        if output.is_ready() {
+            coop::made_progress();
         }
         output
     }

@@ -4,6 +4,7 @@
 
 mod abort;
 mod blocking;
+pub(crate) mod coop;
 mod error;
 mod harness;
 mod join;
@@ -23,6 +24,7 @@ use std::ptr::NonNull;
 pub use abort::AbortHandle;
 pub use blocking::spawn_blocking;
 pub(crate) use blocking::{spawn_blocking_on, BlockingJob};
+pub use coop::{unconstrained, Unconstrained};
 pub use error::JoinError;
 pub use join::JoinHandle;
 pub use join_set::JoinSet;

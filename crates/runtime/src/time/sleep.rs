@@ -12,6 +12,7 @@ use super::driver_ref::DriverRef;
 use super::entry::TimerEntry;
 use super::Instant;
 use crate::runtime::Handle;
+use crate::task::coop;
 
 /// Waits until `duration` has elapsed.
 ///
@@ -112,6 +113,12 @@ pin_project! {
 // `Option`, which made `timeout` around a ready future 1.2x tokio's cost instead of 0.94x
 // (docs/benchmarks.md, (a)).
 impl Sleep {
+    /// Polls the timer without the cooperative budget (see `task::coop`).
+    #[inline]
+    pub(crate) fn poll_unconstrained(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.project().entry.poll_elapsed(cx)
+    }
+
     /// A sleep until `deadline`, which may already have passed.
     pub(crate) fn until(driver: DriverRef, deadline: Instant) -> Sleep {
         Sleep {
@@ -174,7 +181,12 @@ impl Future for Sleep {
 
     #[track_caller]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        self.project().entry.poll_elapsed(cx)
+        std::task::ready!(coop::poll_proceed(cx));
+        let elapsed = self.poll_unconstrained(cx);
+        if elapsed.is_ready() {
+            coop::made_progress();
+        }
+        elapsed
     }
 }
 

@@ -11,6 +11,7 @@ use pin_project_lite::pin_project;
 use super::error::Elapsed;
 use super::{Instant, Sleep};
 use crate::runtime::Handle;
+use crate::task::coop;
 
 /// Requires `future` to complete within `duration`.
 ///
@@ -121,13 +122,17 @@ impl<T: Future> Future for Timeout<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
+        let had_budget = coop::has_budget_remaining();
         if let Poll::Ready(output) = this.value.poll(cx) {
             return Poll::Ready(Ok(output));
         }
-        match this.delay.poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(Elapsed::new())),
-            Poll::Pending => Poll::Pending,
-        }
+        let elapsed = if had_budget && !coop::has_budget_remaining() {
+            // The inner future spent the last unit: the deadline is still looked at.
+            this.delay.poll_unconstrained(cx)
+        } else {
+            this.delay.poll(cx)
+        };
+        elapsed.map(|()| Err(Elapsed::new()))
     }
 }
 

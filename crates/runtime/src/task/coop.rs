@@ -1,0 +1,158 @@
+//! The cooperative budget: how many times one poll of a task may find the runtime's futures
+//! ready before they make it yield.
+//!
+//! A task that loops over futures that are always ready (`sleep(Duration::ZERO)`, a timeout
+//! already past, a finished `JoinHandle`) would otherwise never return to its worker, and
+//! the other tasks queued there, or the one that would end the loop, would never run. So,
+//! as in tokio:
+//!
+//! - Each poll of a task (by a worker, and each poll of `block_on`'s future) starts with a
+//!   budget of [`BUDGET`] units, in a thread-local; the previous value comes back after it,
+//!   so a nested `block_on` on a blocking thread keeps its own.
+//! - The runtime's futures that can be ready again and again (`Sleep`, and through it
+//!   `Interval`; `Timeout`'s deadline; `JoinHandle`) first look at the budget. With none
+//!   left they wake their task and return `Pending`, so the task goes to the back of its
+//!   worker's queue; otherwise they poll, and a `Ready` result spends one unit. A `Pending`
+//!   result spends nothing.
+//! - Outside any task poll (another executor polling one of these futures) and inside
+//!   [`unconstrained`], there is no budget.
+//!
+//! A `Timeout` whose inner future spent the last unit still looks at its deadline without
+//! the budget, so a future that is ready once the timeout lets it run again is not reported
+//! as timed out for want of budget.
+//!
+//! The cost is a thread-local read on each poll of these futures, and a write when they are
+//! ready; the state is per thread, so no other thread is involved.
+
+use std::cell::Cell;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::loom::thread_local_const;
+
+/// The units of budget a task poll starts with (tokio's figure).
+pub(crate) const BUDGET: u8 = 128;
+
+/// No budget: outside a task poll, or inside [`unconstrained`].
+const UNCONSTRAINED: u8 = u8::MAX;
+
+thread_local_const! {
+    /// The budget left to the poll running on this thread.
+    static LEFT: Cell<u8> = Cell::new(UNCONSTRAINED);
+}
+
+/// The budget left, or [`UNCONSTRAINED`] where the thread-local is gone (a thread exiting).
+fn left() -> u8 {
+    LEFT.try_with(Cell::get).unwrap_or(UNCONSTRAINED)
+}
+
+/// Sets the budget for the duration of `f`, then puts the previous one back (also when `f`
+/// panics).
+fn with_left<R>(budget: u8, f: impl FnOnce() -> R) -> R {
+    struct Restore(u8);
+
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = LEFT.try_with(|left| left.set(self.0));
+        }
+    }
+
+    let previous = LEFT.try_with(|left| left.replace(budget)).ok();
+    let _restore = previous.map(Restore);
+    f()
+}
+
+/// Runs one poll of a task with a fresh budget.
+#[inline]
+pub(crate) fn budget<R>(f: impl FnOnce() -> R) -> R {
+    with_left(BUDGET, f)
+}
+
+/// Runs `f` with no budget.
+fn without_budget<R>(f: impl FnOnce() -> R) -> R {
+    with_left(UNCONSTRAINED, f)
+}
+
+/// `Ready` if the task may poll one of the runtime's futures; with no budget left, wakes the
+/// task (so it runs again, after the others) and returns `Pending`.
+#[inline]
+pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
+    if left() == 0 {
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    } else {
+        Poll::Ready(())
+    }
+}
+
+/// Spends one unit: the future polled after [`poll_proceed`] was ready.
+#[inline]
+pub(crate) fn made_progress() {
+    let _ = LEFT.try_with(|left| {
+        let budget = left.get();
+        if budget != UNCONSTRAINED && budget > 0 {
+            left.set(budget - 1);
+        }
+    });
+}
+
+/// Whether any budget is left (always, where there is none to spend).
+#[inline]
+pub(crate) fn has_budget_remaining() -> bool {
+    left() != 0
+}
+
+/// Runs `future` outside the cooperative budget: the runtime's futures it polls never make
+/// it yield because the budget ran out.
+///
+/// A task normally gets a budget of 128 ready polls of the runtime's futures (`Sleep`,
+/// `Interval`, `Timeout`, `JoinHandle`) per poll, after which they return `Pending` once and
+/// wake it, so a loop over futures that are always ready still lets the worker's other tasks
+/// run. Inside `unconstrained` such a loop keeps its worker until something is really
+/// pending; use it only for a loop that must not be interrupted, and that is known to end.
+///
+/// # Examples
+///
+/// ```
+/// use escapement::time::{sleep, Duration};
+///
+/// # escapement::Runtime::new().unwrap().block_on(async {
+/// // A thousand sleeps that are already over, in one poll.
+/// escapement::task::unconstrained(async {
+///     for _ in 0..1000 {
+///         sleep(Duration::ZERO).await;
+///     }
+/// })
+/// .await;
+/// # });
+/// ```
+pub fn unconstrained<F: Future>(future: F) -> Unconstrained<F> {
+    Unconstrained { future }
+}
+
+pin_project_lite::pin_project! {
+    /// The future returned by [`unconstrained`]: `F`, polled outside the cooperative
+    /// budget. Dropping it drops `F`.
+    #[must_use = "futures do nothing unless you `.await` or poll them"]
+    pub struct Unconstrained<F> {
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F: Future> Future for Unconstrained<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let future = self.project().future;
+        without_budget(|| future.poll(cx))
+    }
+}
+
+impl<F> fmt::Debug for Unconstrained<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Unconstrained").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,151 @@
+//! The cooperative budget: a task polling ready sleeps, past timeouts or finished join
+//! handles in a loop yields after 128 of them, so the other tasks of its worker run; in
+//! `block_on` too; and not inside `task::unconstrained`.
+
+mod support;
+
+use std::future::{pending, poll_fn, Future};
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::task::Poll;
+use std::time::Duration;
+
+use escapement::task::{unconstrained, yield_now};
+use escapement::time::{sleep, timeout};
+
+use support::running;
+
+/// How many polls `future` takes to finish.
+async fn polls_to_finish(future: impl Future<Output = ()>) -> usize {
+    let mut future = pin!(future);
+    let mut polls = 0;
+    poll_fn(|cx| {
+        polls += 1;
+        future.as_mut().poll(cx)
+    })
+    .await;
+    polls
+}
+
+/// A thousand sleeps that are over as soon as they are made: 7 × 128 + 104.
+async fn thousand_ready_sleeps() {
+    for _ in 0..1000 {
+        sleep(Duration::ZERO).await;
+    }
+}
+
+/// Runs `looping` (which ends once `flag` is set) and then a task that sets `flag`, on a
+/// runtime with one worker; returns whether both finished within a minute.
+fn both_finish_on_one_worker<F>(looping: impl FnOnce(Arc<AtomicBool>) -> F) -> bool
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let rt = running(1);
+    let flag = Arc::new(AtomicBool::new(false));
+    let looping = rt.spawn(looping(flag.clone()));
+    let setter = rt.spawn(async move { flag.store(true, Ordering::SeqCst) });
+    let (done, finished) = mpsc::channel();
+    // On a thread of its own, so a loop that never yields fails the test instead of hanging
+    // it (the runtime is then leaked with its worker still looping).
+    std::thread::spawn(move || {
+        rt.block_on(async {
+            looping.await.unwrap();
+            setter.await.unwrap();
+        });
+        done.send(()).unwrap();
+        drop(rt);
+    });
+    finished.recv_timeout(Duration::from_secs(60)).is_ok()
+}
+
+#[test]
+fn a_loop_over_ready_sleeps_lets_the_other_tasks_of_its_worker_run() {
+    assert!(both_finish_on_one_worker(|flag| async move {
+        while !flag.load(Ordering::SeqCst) {
+            sleep(Duration::ZERO).await;
+        }
+    }));
+}
+
+#[test]
+fn a_loop_over_past_timeouts_lets_the_other_tasks_of_its_worker_run() {
+    assert!(both_finish_on_one_worker(|flag| async move {
+        while !flag.load(Ordering::SeqCst) {
+            let elapsed = timeout(Duration::ZERO, pending::<()>()).await;
+            assert!(elapsed.is_err());
+        }
+    }));
+}
+
+#[test]
+fn a_task_yields_after_128_ready_sleeps() {
+    let rt = running(1);
+    let polls = rt
+        .block_on(rt.spawn(polls_to_finish(thousand_ready_sleeps())))
+        .unwrap();
+    assert_eq!(polls, 8);
+}
+
+#[test]
+fn block_on_gives_its_future_the_same_budget() {
+    let rt = running(1);
+    assert_eq!(rt.block_on(polls_to_finish(thousand_ready_sleeps())), 8);
+}
+
+#[test]
+fn unconstrained_lifts_the_budget() {
+    let rt = running(1);
+    let polls = rt
+        .block_on(rt.spawn(polls_to_finish(unconstrained(thousand_ready_sleeps()))))
+        .unwrap();
+    assert_eq!(polls, 1);
+}
+
+#[test]
+fn finished_join_handles_spend_the_budget() {
+    let rt = running(2);
+    let polls = rt
+        .block_on(rt.spawn(async {
+            // 2 × 128 + 44.
+            let handles: Vec<_> = (0..300).map(|_| escapement::spawn(async {})).collect();
+            while !handles.iter().all(|handle| handle.is_finished()) {
+                yield_now().await;
+            }
+            polls_to_finish(async {
+                for handle in handles {
+                    handle.await.unwrap();
+                }
+            })
+            .await
+        }))
+        .unwrap();
+    assert_eq!(polls, 3);
+}
+
+#[test]
+fn a_timeout_whose_future_spent_the_last_unit_still_sees_its_deadline() {
+    let rt = running(1);
+    let polls = rt
+        .block_on(rt.spawn(async {
+            // 127 units spent; the timeout's inner future spends the last one, so its own
+            // deadline, already past, is looked at without the budget.
+            for _ in 0..127 {
+                sleep(Duration::ZERO).await;
+            }
+            let mut polls = 0;
+            let never = poll_fn(|_| {
+                polls += 1;
+                Poll::<()>::Pending
+            });
+            let elapsed = timeout(Duration::ZERO, async {
+                sleep(Duration::ZERO).await;
+                never.await;
+            })
+            .await;
+            assert!(elapsed.is_err(), "the deadline had passed");
+            polls
+        }))
+        .unwrap();
+    assert_eq!(polls, 1, "the inner future ran once, in the same poll");
+}
