@@ -2,7 +2,7 @@
 //! `Handle::spawn` from `block_on`, tasks and other threads; tasks spawning tasks; many tasks
 //! on 1 and 4 workers; `Handle::current`, `Handle::try_current` and `Handle::enter` (nested
 //! guards restore the previous runtime, guards dropped out of order panic); `task::yield_now`
-//! letting other tasks run; the worker thread names; and a builder chain written for tokio
+//! letting other tasks run; the names of worker and blocking threads; and a builder chain written for tokio
 //! (`new_multi_thread`, `enable_all`, `enable_time`, `shutdown_background`).
 
 mod support;
@@ -247,6 +247,10 @@ fn workers_carry_the_configured_thread_name() {
         .expect("the task completes")
         .expect("worker threads are named");
     assert!(name == "probe-0" || name == "probe-1", "{name}");
+    let blocking = rt
+        .block_on(rt.spawn_blocking(|| std::thread::current().name().map(str::to_owned)))
+        .expect("the closure returns");
+    assert_eq!(blocking.as_deref(), Some("probe-blocking"));
     assert!(format!("{:?}", escapement::Builder::new()).contains("Builder"));
 }
 

@@ -40,7 +40,8 @@ const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(10);
 /// ```
 pub struct Builder {
     worker_threads: Option<usize>,
-    thread_name: String,
+    /// `None`: `escapement-worker-N` and `escapement-blocking`.
+    thread_name: Option<String>,
     start_paused: bool,
     timer_resolution: Duration,
     metrics: bool,
@@ -54,7 +55,7 @@ impl Builder {
     pub fn new() -> Builder {
         Builder {
             worker_threads: None,
-            thread_name: "escapement-worker".to_owned(),
+            thread_name: None,
             start_paused: false,
             timer_resolution: DEFAULT_TICK,
             metrics: true,
@@ -113,9 +114,11 @@ impl Builder {
         self
     }
 
-    /// The worker threads' name; each gets `-N` appended, `N` its index.
+    /// The threads' name: worker threads get `-N` appended, `N` their index, and
+    /// [`spawn_blocking`](crate::task::spawn_blocking) threads `-blocking`. Without it they
+    /// are `escapement-worker-N` and `escapement-blocking`.
     pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Builder {
-        self.thread_name = name.into();
+        self.thread_name = Some(name.into());
         self
     }
 
@@ -233,6 +236,10 @@ impl Builder {
                 Arc::new(BlockingPool::new(
                     self.max_blocking_threads,
                     self.keep_alive,
+                    match &self.thread_name {
+                        Some(name) => format!("{name}-blocking"),
+                        None => "escapement-blocking".to_owned(),
+                    },
                 )),
             )),
         };
@@ -240,7 +247,10 @@ impl Builder {
         for (index, (queue, park)) in queues.into_iter().zip(parks).enumerate() {
             let worker = Worker::new(handle.clone(), index, park);
             let spawned = thread::Builder::new()
-                .name(format!("{}-{index}", self.thread_name))
+                .name(format!(
+                    "{}-{index}",
+                    self.thread_name.as_deref().unwrap_or("escapement-worker")
+                ))
                 .spawn(move || worker.run(queue));
             match spawned {
                 Ok(thread) => threads.push(thread),

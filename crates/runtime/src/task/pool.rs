@@ -68,6 +68,8 @@ pub(crate) struct BlockingPool<J> {
     condvar: Condvar,
     max_threads: usize,
     keep_alive: Duration,
+    /// The name of every thread the pool starts.
+    thread_name: String,
 }
 
 struct State<J> {
@@ -80,8 +82,12 @@ struct State<J> {
 
 impl<J: Job> BlockingPool<J> {
     /// A pool of at most `max_threads` threads (at least one), each exiting after
-    /// `keep_alive` without a job.
-    pub(crate) fn new(max_threads: usize, keep_alive: Duration) -> BlockingPool<J> {
+    /// `keep_alive` without a job, and named `thread_name`.
+    pub(crate) fn new(
+        max_threads: usize,
+        keep_alive: Duration,
+        thread_name: String,
+    ) -> BlockingPool<J> {
         BlockingPool {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
@@ -93,6 +99,7 @@ impl<J: Job> BlockingPool<J> {
             condvar: Condvar::new(),
             max_threads: max_threads.max(1),
             keep_alive,
+            thread_name,
         }
     }
 
@@ -108,7 +115,7 @@ impl<J: Job> BlockingPool<J> {
     pub(crate) fn spawn(pool: &Arc<Self>, job: J) {
         Self::spawn_with(pool, job, |pool| {
             thread::Builder::new()
-                .name("escapement-blocking".to_owned())
+                .name(pool.thread_name.clone())
                 .spawn(move || pool.run())
                 .map(drop)
         });
@@ -294,7 +301,7 @@ mod tests {
 
     #[test]
     fn shutdown_lets_idle_threads_exit_after_the_queue_runs() {
-        let pool = Arc::new(BlockingPool::new(3, Duration::MAX));
+        let pool = Arc::new(BlockingPool::new(3, Duration::MAX, "test".to_owned()));
         let ran = Arc::new(AtomicUsize::new(0));
         // Three jobs that wait for each other need three threads.
         let barrier = Arc::new(Barrier::new(3));
@@ -325,14 +332,18 @@ mod tests {
 
     #[test]
     fn idle_threads_exit_after_the_keep_alive() {
-        let pool = Arc::new(BlockingPool::new(4, Duration::from_millis(5)));
+        let pool = Arc::new(BlockingPool::new(
+            4,
+            Duration::from_millis(5),
+            "test".to_owned(),
+        ));
         BlockingPool::spawn(&pool, run(|| ()));
         wait_for_threads(&pool, 0);
     }
 
     #[test]
     fn an_idle_thread_takes_the_next_job_instead_of_a_new_thread() {
-        let pool = Arc::new(BlockingPool::new(4, Duration::MAX));
+        let pool = Arc::new(BlockingPool::new(4, Duration::MAX, "test".to_owned()));
         let (done, finished) = std::sync::mpsc::channel();
         for _ in 0..20 {
             let done = done.clone();
@@ -348,7 +359,7 @@ mod tests {
 
     #[test]
     fn a_refused_start_with_no_thread_left_cancels_the_queue_and_panics() {
-        let pool = Arc::new(BlockingPool::new(4, Duration::MAX));
+        let pool = Arc::new(BlockingPool::new(4, Duration::MAX, "test".to_owned()));
         let cancelled = Arc::new(AtomicUsize::new(0));
         let job = {
             let cancelled = cancelled.clone();
@@ -378,7 +389,7 @@ mod tests {
 
     #[test]
     fn a_refused_start_with_a_busy_thread_queues_the_job_for_it() {
-        let pool = Arc::new(BlockingPool::new(4, Duration::MAX));
+        let pool = Arc::new(BlockingPool::new(4, Duration::MAX, "test".to_owned()));
         let (release, gate) = std::sync::mpsc::channel::<()>();
         let (done, finished) = std::sync::mpsc::channel();
         let first = done.clone();
