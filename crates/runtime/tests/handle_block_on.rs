@@ -45,7 +45,7 @@ fn a_thread_outside_the_runtime_drives_a_future_on_the_handles_runtime() {
     assert!(elapsed >= Duration::from_millis(5), "{elapsed:?}");
     let task_thread = task_thread.expect("workers are named");
     assert!(task_thread.starts_with("handle-block-on-"), "{task_thread}");
-    assert_eq!(blocking_thread.as_deref(), Some("escapement-blocking"));
+    assert_eq!(blocking_thread.as_deref(), Some("handle-block-on-blocking"));
 }
 
 #[test]
