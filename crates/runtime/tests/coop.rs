@@ -1,17 +1,18 @@
 //! The cooperative budget: a task polling ready sleeps, past timeouts or finished join
 //! handles in a loop yields after 128 of them, so the other tasks of its worker run; in
-//! `block_on` too; and not inside `task::unconstrained`.
+//! `block_on` too; and not inside `task::unconstrained` or a `spawn_blocking` closure. A
+//! `JoinSet` spends it once per output and still hands out every one.
 
 mod support;
 
 use std::future::{pending, poll_fn, Future};
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::task::Poll;
 use std::time::Duration;
 
-use escapement::task::{unconstrained, yield_now};
+use escapement::task::{unconstrained, yield_now, JoinSet};
 use escapement::time::{sleep, timeout};
 
 use support::running;
@@ -148,4 +149,80 @@ fn a_timeout_whose_future_spent_the_last_unit_still_sees_its_deadline() {
         }))
         .unwrap();
     assert_eq!(polls, 1, "the inner future ran once, in the same poll");
+}
+
+/// Runs `body` on a runtime with `workers` workers, on a thread of its own; returns its
+/// value, or `None` if it has not finished within a minute.
+fn within_a_minute<T: Send + 'static>(
+    workers: usize,
+    body: impl Future<Output = T> + Send + 'static,
+) -> Option<T> {
+    let (done, finished) = mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = running(workers);
+        let value = rt.block_on(rt.spawn(body)).unwrap();
+        done.send(value).unwrap();
+    });
+    finished.recv_timeout(Duration::from_secs(60)).ok()
+}
+
+#[test]
+fn a_join_set_hands_out_more_outputs_than_the_budget_holds() {
+    let joined = within_a_minute(1, async {
+        let mut set = JoinSet::new();
+        let finished = Arc::new(AtomicUsize::new(0));
+        for _ in 0..300 {
+            let finished = finished.clone();
+            set.spawn(async move {
+                finished.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+        // All finished before the first `join_next`, so it has 300 outputs ready at once.
+        while finished.load(Ordering::SeqCst) < 300 {
+            yield_now().await;
+        }
+        let mut joined = 0;
+        while let Some(output) = set.join_next().await {
+            output.unwrap();
+            joined += 1;
+        }
+        joined
+    });
+    assert_eq!(joined, Some(300), "join_next handed out every output");
+}
+
+#[test]
+fn try_join_next_finds_a_finished_task_with_the_budget_spent() {
+    let found = within_a_minute(1, async {
+        let mut set = JoinSet::new();
+        set.spawn(async { 7 });
+        // The poll that finds this sleep over starts with a fresh budget: one unit for the
+        // sleep and 127 more spend all of it.
+        sleep(Duration::from_millis(10)).await;
+        for _ in 0..127 {
+            sleep(Duration::ZERO).await;
+        }
+        set.try_join_next().map(Result::unwrap)
+    });
+    assert_eq!(found, Some(Some(7)));
+}
+
+#[test]
+fn a_blocking_closure_has_no_budget() {
+    let (done, finished) = mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = running(1);
+        let polls = rt.block_on(rt.spawn_blocking(|| {
+            // Another executor inside the closure (which runs in the runtime's context):
+            // none of its polls is cut short.
+            futures::executor::block_on(polls_to_finish(thousand_ready_sleeps()))
+        }));
+        done.send(polls.unwrap()).unwrap();
+    });
+    let polls = finished.recv_timeout(Duration::from_secs(60));
+    assert_eq!(
+        polls,
+        Ok(1),
+        "the closure's executor ran its future in one poll"
+    );
 }

@@ -5,8 +5,8 @@
 //! waiting on one; `shutdown_timeout` returns after about its timeout when a task is blocked in
 //! `std::thread::sleep`; the tasks it cancels are dropped inside its context; dropped on a
 //! worker of another runtime, it still waits for its own busy workers, and on one of its own
-//! workers for the others. (Tasks holding armed
-//! timers at shutdown are `task_drop_in_place.rs` and `shutdown_many_timers.rs`.)
+//! workers for the others, but not for its blocking closures. (Tasks holding armed timers at
+//! shutdown are `task_drop_in_place.rs` and `shutdown_many_timers.rs`.)
 
 mod support;
 
@@ -295,6 +295,27 @@ fn dropping_a_runtime_on_its_own_worker_waits_for_its_other_busy_workers() {
         seen, 1,
         "the drop waited for the other busy worker and cancelled its task"
     );
+}
+
+#[test]
+fn a_runtime_dropped_by_its_own_task_does_not_wait_for_its_blocking_closures() {
+    let rt = running(1);
+    // A closure that waits for the task dropping the runtime to go on after the drop.
+    let (after_drop, dropped) = std::sync::mpsc::channel::<()>();
+    drop(rt.spawn_blocking(move || {
+        let _ = dropped.recv();
+    }));
+    let handle = rt.handle().clone();
+    let slot = Arc::new(Mutex::new(Some(rt)));
+    let (report, done) = std::sync::mpsc::channel();
+    drop(handle.spawn(async move {
+        let rt = slot.lock().unwrap().take();
+        drop(rt);
+        let _ = after_drop.send(());
+        report.send(()).unwrap();
+    }));
+    done.recv_timeout(Duration::from_secs(60))
+        .expect("the drop returned without waiting for the closure");
 }
 
 #[test]

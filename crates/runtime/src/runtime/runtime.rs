@@ -122,6 +122,10 @@ impl Runtime {
     /// is woken, never to fire. Blocking closures are not cancelled: those already passed to
     /// `spawn_blocking`, queued ones included, run to the end; those passed after the
     /// shutdown are cancelled.
+    ///
+    /// Called from inside the runtime (in one of its tasks or blocking closures), it waits
+    /// for the other workers but not for the blocking closures: one of them may be waiting
+    /// for the very task or closure that shuts the runtime down.
     pub fn shutdown_timeout(mut self, timeout: Duration) {
         self.shutdown(Some(timeout));
     }
@@ -133,7 +137,8 @@ impl Runtime {
     }
 
     /// Shuts down: stop the workers, cancel every task, wake every timer, then wait for the
-    /// blocking closures, all within `timeout` (`None`: as long as they take).
+    /// blocking closures (unless this thread is one of the runtime's), all within `timeout`
+    /// (`None`: as long as they take).
     fn shutdown(&mut self, timeout: Option<Duration>) {
         let shared = &self.handle.shared;
         if shared.is_shutdown() && self.threads.is_empty() {
@@ -159,7 +164,11 @@ impl Runtime {
         // Idle blocking threads exit now, busy ones once the closures queued have run; the
         // closures a future's drop passed to `spawn_blocking` just above are among them.
         shared.blocking.shutdown();
-        shared.blocking.wait_for_exit(deadline);
+        // Not from inside the runtime: a closure may be waiting for the very task or closure
+        // that is dropping it.
+        if !on_own_worker && !shared.blocking.is_own_thread() {
+            shared.blocking.wait_for_exit(deadline);
+        }
     }
 }
 

@@ -24,8 +24,8 @@ use crate::JoinHandle;
 /// [`JoinError`](crate::JoinError). A closure is not cancelled when the runtime shuts down:
 /// every closure already passed to `spawn_blocking` runs to the end, queued ones included,
 /// and awaiting its handle afterwards still gives the result. Dropping the runtime waits for
-/// them ([`Runtime::shutdown_timeout`](crate::Runtime::shutdown_timeout) up to its timeout),
-/// then the threads exit. A closure passed after the shutdown never runs: its handle gives a
+/// them ([`Runtime::shutdown_timeout`](crate::Runtime::shutdown_timeout) up to its timeout;
+/// neither waits when called from inside the runtime), then the threads exit. A closure passed after the shutdown never runs: its handle gives a
 /// cancelled [`JoinError`](crate::JoinError).
 ///
 /// # Examples
@@ -82,7 +82,8 @@ impl<F: FnOnce() -> R, R> Future for BlockingTask<F> {
 
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<R> {
         let f = self.f.take().expect("a blocking task runs once");
-        Poll::Ready(f())
+        // The closure is this task's one poll, however long: no budget (see `task::coop`).
+        Poll::Ready(super::coop::without_budget(f))
     }
 }
 

@@ -14,8 +14,14 @@
 //!   left they wake their task and return `Pending`, so the task goes to the back of its
 //!   worker's queue; otherwise they poll, and a `Ready` result spends one unit. A `Pending`
 //!   result spends nothing.
-//! - Outside any task poll (another executor polling one of these futures) and inside
-//!   [`unconstrained`], there is no budget.
+//! - Outside any task poll (another executor polling one of these futures), inside
+//!   [`unconstrained`] and inside a `spawn_blocking` closure, there is no budget. A closure
+//!   is one poll of its task, however long it runs, so an executor inside it (`block_on`
+//!   over the runtime's futures) would otherwise find the budget spent after 128 ready
+//!   polls and never get it back.
+//! - `JoinSet` spends a unit per output it hands out, and polls its tasks' handles without
+//!   the budget: each entry's waker requeues the entry, so a handle that returned `Pending`
+//!   for want of budget would come straight back to the same loop.
 //!
 //! A `Timeout` whose inner future spent the last unit still looks at its deadline without
 //! the budget, so a future that is ready once the timeout lets it run again is not reported
@@ -71,7 +77,7 @@ pub(crate) fn budget<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// Runs `f` with no budget.
-fn without_budget<R>(f: impl FnOnce() -> R) -> R {
+pub(crate) fn without_budget<R>(f: impl FnOnce() -> R) -> R {
     with_left(UNCONSTRAINED, f)
 }
 

@@ -82,6 +82,12 @@ impl JoinError {
     pub fn id(&self) -> u64 {
         self.id
     }
+
+    /// The task's id: [`id`](JoinError::id), under its earlier name.
+    #[deprecated(note = "renamed `id`, as tokio names it")]
+    pub fn task_id(&self) -> u64 {
+        self.id
+    }
 }
 
 /// The panic message, when the payload is a string.

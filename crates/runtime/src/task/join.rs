@@ -117,17 +117,29 @@ pub(crate) unsafe fn abort(header: NonNull<Header>) {
     }
 }
 
-impl<T> Future for JoinHandle<T> {
-    type Output = Result<T, JoinError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        std::task::ready!(coop::poll_proceed(cx));
+impl<T> JoinHandle<T> {
+    /// Polls for the output without the cooperative budget (see `task::coop`): for a
+    /// `JoinSet`, which spends the budget once per output it hands out.
+    pub(crate) fn poll_unconstrained(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<T, JoinError>> {
         let mut output: Poll<Result<T, JoinError>> = Poll::Pending;
         let header = self.header();
         // SAFETY: `output` has the type the task's vtable writes, and this is the join handle.
         unsafe {
             (header.vtable.try_read_output)(self.header, (&raw mut output).cast(), cx.waker());
         }
+        output
+    }
+}
+
+impl<T> Future for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        std::task::ready!(coop::poll_proceed(cx));
+        let output = self.get_mut().poll_unconstrained(cx);
         if output.is_ready() {
             coop::made_progress();
         }

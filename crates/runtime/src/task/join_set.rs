@@ -10,12 +10,11 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::{poll_fn, Future};
-use std::pin::Pin;
 use std::task::{Context, Poll, Wake, Waker};
 
 use slab::Slab;
 
-use super::{AbortHandle, JoinError, JoinHandle};
+use super::{coop, AbortHandle, JoinError, JoinHandle};
 use crate::loom::{Mutex, WakeArc};
 use crate::runtime::Handle;
 use crate::sync::AtomicWaker;
@@ -205,7 +204,9 @@ impl<T: Send + 'static> JoinSet<T> {
     /// no task has finished (or the set is empty).
     pub fn try_join_next(&mut self) -> Option<Result<T, JoinError>> {
         let mut cx = Context::from_waker(std::task::Waker::noop());
-        match self.poll_join_next(&mut cx) {
+        // Outside the cooperative budget: a call that cannot wait must not miss a finished
+        // task for want of it.
+        match self.poll_finished(&mut cx) {
             Poll::Ready(result) => result,
             Poll::Pending => None,
         }
@@ -214,7 +215,25 @@ impl<T: Send + 'static> JoinSet<T> {
     /// Polls for a finished task: `Ready(Some(output))` for one (which leaves the set),
     /// `Ready(None)` if the set is empty, and `Pending` otherwise, after arranging for `cx` to
     /// be woken when a task finishes.
+    ///
+    /// An output handed out spends a unit of the task's cooperative budget; with none left,
+    /// this wakes `cx` and returns `Pending` (see [`unconstrained`](crate::task::unconstrained)).
     pub fn poll_join_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, JoinError>>> {
+        if self.entries.is_empty() {
+            return Poll::Ready(None);
+        }
+        std::task::ready!(coop::poll_proceed(cx));
+        let next = self.poll_finished(cx);
+        if next.is_ready() {
+            coop::made_progress();
+        }
+        next
+    }
+
+    /// [`poll_join_next`](Self::poll_join_next) without the budget: the tasks' handles are
+    /// polled with their entries' wakers, which requeue them, so a handle that returned
+    /// `Pending` for want of budget would come straight back.
+    fn poll_finished(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, JoinError>>> {
         if self.entries.is_empty() {
             return Poll::Ready(None);
         }
@@ -228,7 +247,7 @@ impl<T: Send + 'static> JoinSet<T> {
                 continue;
             };
             let mut task_cx = Context::from_waker(&entry.waker);
-            if let Poll::Ready(output) = Pin::new(&mut entry.handle).poll(&mut task_cx) {
+            if let Poll::Ready(output) = entry.handle.poll_unconstrained(&mut task_cx) {
                 self.entries.remove(key);
                 return Poll::Ready(Some(output));
             }

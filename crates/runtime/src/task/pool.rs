@@ -50,7 +50,7 @@ use crate::loom::{thread, thread_local_const, Arc, Condvar, Mutex};
 
 thread_local_const! {
     /// The address of the pool whose thread this is, or 0: a shutdown that runs on one of
-    /// the pool's own threads cannot wait for that one.
+    /// the pool's own threads does not wait for the pool.
     static POOL_OF_THIS_THREAD: Cell<usize> = Cell::new(0);
 }
 
@@ -148,6 +148,8 @@ impl<J: Job> BlockingPool<J> {
         };
         let mut state = pool.state.lock();
         state.threads -= 1;
+        // A shutdown may be waiting for the thread that never started.
+        pool.condvar.notify_all();
         if state.threads > 0 {
             // A live thread looks at the queue before it waits or exits.
             return;
@@ -166,13 +168,21 @@ impl<J: Job> BlockingPool<J> {
         self.condvar.notify_all();
     }
 
+    /// Whether this thread is one of the pool's.
+    pub(crate) fn is_own_thread(&self) -> bool {
+        POOL_OF_THIS_THREAD.with(Cell::get) == self.address()
+    }
+
     /// After [`shutdown`](Self::shutdown): waits until every thread has exited, so every
-    /// job queued before has run, or until `deadline`; returns whether they all did. On one
-    /// of the pool's own threads (a job shutting its runtime down) it waits for the others.
+    /// job queued before has run, or until `deadline`; returns whether they all did. Not on
+    /// one of the pool's own threads, which would wait for itself.
     pub(crate) fn wait_for_exit(&self, deadline: Option<Instant>) -> bool {
-        let own = usize::from(POOL_OF_THIS_THREAD.with(Cell::get) == self.address());
+        debug_assert!(
+            !self.is_own_thread(),
+            "a pool thread waits for the pool to exit"
+        );
         let mut state = self.state.lock();
-        while state.threads > own {
+        while state.threads > 0 {
             state = match deadline {
                 None => self.condvar.wait(state),
                 Some(deadline) => {
@@ -231,11 +241,10 @@ impl<J: Job> BlockingPool<J> {
             }
         }
         state.threads -= 1;
-        let notify = state.threads == 0 || state.shutdown;
+        let last = state.threads == 0;
         drop(state);
-        if notify {
-            // For `wait_for_exit`, which may wait for all threads but its own; idle threads
-            // that wake too look at the queue again.
+        if last {
+            // For `wait_for_exit`; idle threads that wake too look at the queue again.
             self.condvar.notify_all();
         }
     }

@@ -115,6 +115,7 @@ pin_project! {
 impl Sleep {
     /// Polls the timer without the cooperative budget (see `task::coop`).
     #[inline]
+    #[track_caller]
     pub(crate) fn poll_unconstrained(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         self.project().entry.poll_elapsed(cx)
     }
