@@ -1,7 +1,8 @@
 //! `task::JoinSet` and `task::AbortHandle`: outputs in the order tasks finish (also when they
 //! finished before the first join), an empty set answering `None` at once, aborting through the
 //! set or through a handle, dropping the set aborting what is left, `detach_all` letting tasks
-//! run on, `shutdown`, `join_all` and the panic it resumes, `try_join_next`, cancel safety of
+//! run on, `shutdown`, `join_all` and the panic it resumes, `try_join_next` (which keeps the
+//! wake-up a pending `poll_join_next` asked for), cancel safety of
 //! `join_next`, blocking tasks, spawning on a handle from outside, and building a set from an
 //! iterator.
 
@@ -284,4 +285,39 @@ fn blocking_tasks_and_tasks_on_a_handle_from_outside() {
     });
     values.sort_unstable();
     assert_eq!(values, [1, 2, 3]);
+}
+
+#[test]
+fn try_join_next_keeps_the_wake_up_a_pending_poll_join_next_asked_for() {
+    let rt = running(1);
+    let (done, finished) = std::sync::mpsc::channel();
+    let (waiting, pending) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let joined = rt.spawn(async move {
+        let mut set = JoinSet::new();
+        set.spawn_blocking(move || {
+            let _ = released.recv();
+            7
+        });
+        // Pending, with this task's waker registered; then a look that must not replace it.
+        let output = std::future::poll_fn(|cx| match set.poll_join_next(cx) {
+            std::task::Poll::Pending => {
+                assert!(set.try_join_next().is_none(), "nothing has finished yet");
+                let _ = waiting.send(());
+                std::task::Poll::Pending
+            }
+            ready => ready,
+        })
+        .await;
+        done.send(output.map(Result::unwrap)).unwrap();
+    });
+    pending.recv().expect("the task waits for its set");
+    release.send(()).unwrap();
+    let output = finished.recv_timeout(std::time::Duration::from_secs(60));
+    assert_eq!(
+        output,
+        Ok(Some(7)),
+        "the task was woken when its set's task finished"
+    );
+    drop(joined);
 }

@@ -5,8 +5,9 @@
 //! waiting on one; `shutdown_timeout` returns after about its timeout when a task is blocked in
 //! `std::thread::sleep`; the tasks it cancels are dropped inside its context; dropped on a
 //! worker of another runtime, it still waits for its own busy workers, and on one of its own
-//! workers for the others, but not for its blocking closures. (Tasks holding armed timers at
-//! shutdown are `task_drop_in_place.rs` and `shutdown_many_timers.rs`.)
+//! workers for the others; in async code (a task, a `block_on` future) it does not wait for its
+//! blocking closures. (Tasks holding armed timers at shutdown are `task_drop_in_place.rs` and
+//! `shutdown_many_timers.rs`.)
 
 mod support;
 
@@ -314,6 +315,26 @@ fn a_runtime_dropped_by_its_own_task_does_not_wait_for_its_blocking_closures() {
         let _ = after_drop.send(());
         report.send(()).unwrap();
     }));
+    done.recv_timeout(Duration::from_secs(60))
+        .expect("the drop returned without waiting for the closure");
+}
+
+#[test]
+fn a_runtime_dropped_in_a_block_on_future_does_not_wait_for_its_blocking_closures() {
+    let rt = running(1);
+    let handle = rt.handle().clone();
+    let (after_drop, dropped) = std::sync::mpsc::channel::<()>();
+    drop(rt.spawn_blocking(move || {
+        let _ = dropped.recv();
+    }));
+    let (report, done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        handle.block_on(async move {
+            drop(rt);
+            let _ = after_drop.send(());
+        });
+        report.send(()).unwrap();
+    });
     done.recv_timeout(Duration::from_secs(60))
         .expect("the drop returned without waiting for the closure");
 }

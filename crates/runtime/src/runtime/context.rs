@@ -79,6 +79,11 @@ impl Drop for ContextGuard {
     }
 }
 
+/// Whether the thread is inside a `block_on` of any runtime.
+pub(crate) fn is_blocking() -> bool {
+    BLOCKING.try_with(Cell::get).unwrap_or(false)
+}
+
 /// Marks the thread as inside `block_on`; `None` if it already is.
 pub(crate) fn enter_blocking() -> Option<BlockingGuard> {
     BLOCKING

@@ -123,9 +123,10 @@ impl Runtime {
     /// `spawn_blocking`, queued ones included, run to the end; those passed after the
     /// shutdown are cancelled.
     ///
-    /// Called from inside the runtime (in one of its tasks or blocking closures), it waits
-    /// for the other workers but not for the blocking closures: one of them may be waiting
-    /// for the very task or closure that shuts the runtime down.
+    /// Called from async code (a task of any runtime, a future in any `block_on`) or from
+    /// one of the runtime's own blocking closures, it does not wait for the blocking
+    /// closures: one of them may be waiting for the very future or closure that shuts the
+    /// runtime down. On one of the runtime's own workers it waits for the other workers.
     pub fn shutdown_timeout(mut self, timeout: Duration) {
         self.shutdown(Some(timeout));
     }
@@ -137,8 +138,8 @@ impl Runtime {
     }
 
     /// Shuts down: stop the workers, cancel every task, wake every timer, then wait for the
-    /// blocking closures (unless this thread is one of the runtime's), all within `timeout`
-    /// (`None`: as long as they take).
+    /// blocking closures (not from async code or one of them), all within `timeout` (`None`:
+    /// as long as they take).
     fn shutdown(&mut self, timeout: Option<Duration>) {
         let shared = &self.handle.shared;
         if shared.is_shutdown() && self.threads.is_empty() {
@@ -164,9 +165,10 @@ impl Runtime {
         // Idle blocking threads exit now, busy ones once the closures queued have run; the
         // closures a future's drop passed to `spawn_blocking` just above are among them.
         shared.blocking.shutdown();
-        // Not from inside the runtime: a closure may be waiting for the very task or closure
-        // that is dropping it.
-        if !on_own_worker && !shared.blocking.is_own_thread() {
+        // Not from async code or one of the closures: a closure may be waiting for the very
+        // future or closure that is dropping the runtime.
+        let in_async_code = worker::is_worker_thread() || context::is_blocking();
+        if !in_async_code && !shared.blocking.is_own_thread() {
             shared.blocking.wait_for_exit(deadline);
         }
     }

@@ -24,8 +24,9 @@ use crate::JoinHandle;
 /// [`JoinError`](crate::JoinError). A closure is not cancelled when the runtime shuts down:
 /// every closure already passed to `spawn_blocking` runs to the end, queued ones included,
 /// and awaiting its handle afterwards still gives the result. Dropping the runtime waits for
-/// them ([`Runtime::shutdown_timeout`](crate::Runtime::shutdown_timeout) up to its timeout;
-/// neither waits when called from inside the runtime), then the threads exit. A closure passed after the shutdown never runs: its handle gives a
+/// them ([`Runtime::shutdown_timeout`](crate::Runtime::shutdown_timeout) up to its
+/// timeout; neither waits in async code or in one of these closures), then the threads
+/// exit. A closure passed after the shutdown never runs: its handle gives a
 /// cancelled [`JoinError`](crate::JoinError).
 ///
 /// # Examples

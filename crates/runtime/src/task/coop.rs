@@ -19,9 +19,10 @@
 //!   is one poll of its task, however long it runs, so an executor inside it (`block_on`
 //!   over the runtime's futures) would otherwise find the budget spent after 128 ready
 //!   polls and never get it back.
-//! - `JoinSet` spends a unit per output it hands out, and polls its tasks' handles without
-//!   the budget: each entry's waker requeues the entry, so a handle that returned `Pending`
-//!   for want of budget would come straight back to the same loop.
+//! - `JoinSet::join_next` spends a unit per output it hands out (`try_join_next`, which
+//!   cannot wait, spends none), and polls its tasks' handles without the budget: each
+//!   entry's waker requeues the entry, so a handle that returned `Pending` for want of
+//!   budget would come straight back to the same loop.
 //!
 //! A `Timeout` whose inner future spent the last unit still looks at its deadline without
 //! the budget, so a future that is ready once the timeout lets it run again is not reported
@@ -114,7 +115,7 @@ pub(crate) fn has_budget_remaining() -> bool {
 /// it yield because the budget ran out.
 ///
 /// A task normally gets a budget of 128 ready polls of the runtime's futures (`Sleep`,
-/// `Interval`, `Timeout`, `JoinHandle`) per poll, after which they return `Pending` once and
+/// `Interval`, `Timeout`, `JoinHandle`, `JoinSet::join_next`) per poll, after which they return `Pending` once and
 /// wake it, so a loop over futures that are always ready still lets the worker's other tasks
 /// run. Inside `unconstrained` such a loop keeps its worker until something is really
 /// pending; use it only for a loop that must not be interrupted, and that is known to end.

@@ -203,10 +203,10 @@ impl<T: Send + 'static> JoinSet<T> {
     /// The output of a task that has already finished, if any, without waiting; `None` when
     /// no task has finished (or the set is empty).
     pub fn try_join_next(&mut self) -> Option<Result<T, JoinError>> {
-        let mut cx = Context::from_waker(std::task::Waker::noop());
         // Outside the cooperative budget: a call that cannot wait must not miss a finished
-        // task for want of it.
-        match self.poll_finished(&mut cx) {
+        // task for want of it. And with no waker, so the one a pending `poll_join_next` left
+        // stays registered.
+        match self.poll_finished(None) {
             Poll::Ready(result) => result,
             Poll::Pending => None,
         }
@@ -223,22 +223,24 @@ impl<T: Send + 'static> JoinSet<T> {
             return Poll::Ready(None);
         }
         std::task::ready!(coop::poll_proceed(cx));
-        let next = self.poll_finished(cx);
+        let next = self.poll_finished(Some(cx.waker()));
         if next.is_ready() {
             coop::made_progress();
         }
         next
     }
 
-    /// [`poll_join_next`](Self::poll_join_next) without the budget: the tasks' handles are
+    /// [`poll_join_next`](Self::poll_join_next) without the budget (the tasks' handles are
     /// polled with their entries' wakers, which requeue them, so a handle that returned
-    /// `Pending` for want of budget would come straight back.
-    fn poll_finished(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, JoinError>>> {
+    /// `Pending` for want of budget would come straight back), registering `waker` if given.
+    fn poll_finished(&mut self, waker: Option<&Waker>) -> Poll<Option<Result<T, JoinError>>> {
         if self.entries.is_empty() {
             return Poll::Ready(None);
         }
-        // Before the queue is read, so a task finishing after the read wakes `cx`.
-        self.finished.waiter.register(cx.waker());
+        // Before the queue is read, so a task finishing after the read wakes it.
+        if let Some(waker) = waker {
+            self.finished.waiter.register(waker);
+        }
         loop {
             let Some((key, id)) = self.finished.queue.lock().pop_front() else {
                 return Poll::Pending;

@@ -25,7 +25,8 @@
 //!   none left, nothing would ever take the queue, so `spawn` cancels every queued job and
 //!   panics.
 //! - After shutdown, `spawn` cancels the job instead of queuing it: the runtime that would
-//!   wait for it is gone. Jobs queued before still run, and the shutdown waits for them.
+//!   wait for it is gone. Jobs queued before still run, and a shutdown from outside async
+//!   code waits for them.
 //! - A thread takes jobs from the queue until it is empty, running each without the lock.
 //!   With the queue empty it exits if the pool is shut down or its keep-alive has run out;
 //!   otherwise it waits, counted in `idle`. When it wakes for any reason (a notify, the
