@@ -19,7 +19,7 @@ use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use escapement::time::{sleep, Sleep};
-use escapement::Handle;
+use escapement::{Handle, Runtime};
 
 use support::{poll_once, running, CountingWaker, DropCounter};
 
@@ -242,13 +242,13 @@ fn tasks_cancelled_by_the_drop_of_the_runtime_drop_inside_its_context() {
     }
 }
 
-#[test]
-fn dropping_a_runtime_on_another_runtimes_worker_waits_for_its_busy_workers() {
-    let (outer, inner) = (running(1), running(1));
+/// Spawns on `rt` a task that stays busy in its first poll for 200 ms, then pends forever,
+/// and returns once it is busy; the count goes to 1 when its future is dropped.
+fn spawn_busy_task(rt: &Runtime) -> Arc<AtomicUsize> {
     let dropped = Arc::new(AtomicUsize::new(0));
     let guard = DropCounter(dropped.clone());
     let (started, busy) = std::sync::mpsc::channel();
-    drop(inner.spawn(async move {
+    drop(rt.spawn(async move {
         let _guard = guard;
         started.send(()).unwrap();
         // Busy in one poll while the runtime is dropped elsewhere.
@@ -256,6 +256,13 @@ fn dropping_a_runtime_on_another_runtimes_worker_waits_for_its_busy_workers() {
         pending::<()>().await;
     }));
     busy.recv().unwrap();
+    dropped
+}
+
+#[test]
+fn dropping_a_runtime_on_another_runtimes_worker_waits_for_its_busy_workers() {
+    let (outer, inner) = (running(1), running(1));
+    let dropped = spawn_busy_task(&inner);
     let seen = outer
         .block_on(outer.spawn(async move {
             drop(inner);
@@ -271,17 +278,8 @@ fn dropping_a_runtime_on_another_runtimes_worker_waits_for_its_busy_workers() {
 #[test]
 fn dropping_a_runtime_on_its_own_worker_waits_for_its_other_busy_workers() {
     let rt = running(2);
-    let dropped = Arc::new(AtomicUsize::new(0));
-    let guard = DropCounter(dropped.clone());
-    let (started, busy) = std::sync::mpsc::channel();
-    drop(rt.spawn(async move {
-        let _guard = guard;
-        started.send(()).unwrap();
-        // Busy in one poll, on one worker, while a task on the other drops the runtime.
-        std::thread::sleep(Duration::from_millis(200));
-        pending::<()>().await;
-    }));
-    busy.recv().unwrap();
+    // Busy on one worker while a task on the other drops the runtime.
+    let dropped = spawn_busy_task(&rt);
     let handle = rt.handle().clone();
     let slot = Arc::new(Mutex::new(Some(rt)));
     let (report, seen) = std::sync::mpsc::channel();

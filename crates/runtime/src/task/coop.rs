@@ -28,8 +28,9 @@
 //! the budget, so a future that is ready once the timeout lets it run again is not reported
 //! as timed out for want of budget.
 //!
-//! The cost is a thread-local read on each poll of these futures, and a write when they are
-//! ready; the state is per thread, so no other thread is involved.
+//! The cost is a thread-local read on each poll of these futures, a write when they are
+//! ready, and a write and a restore around each task poll; the state is per thread, so no
+//! other thread is involved.
 
 use std::cell::Cell;
 use std::fmt;

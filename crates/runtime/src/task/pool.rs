@@ -40,12 +40,11 @@
 //! counted on. A job that found every thread busy and `max_threads` reached is taken by the
 //! first of them to finish.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::io;
 use std::time::{Duration, Instant};
-
-use std::cell::Cell;
 
 use crate::loom::{thread, thread_local_const, Arc, Condvar, Mutex};
 
