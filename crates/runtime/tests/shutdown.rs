@@ -296,14 +296,20 @@ fn dropping_a_runtime_on_its_own_worker_waits_for_its_other_busy_workers() {
     );
 }
 
-#[test]
-fn a_runtime_dropped_by_its_own_task_does_not_wait_for_its_blocking_closures() {
-    let rt = running(1);
-    // A closure that waits for the task dropping the runtime to go on after the drop.
+/// Starts on `rt` a blocking closure that waits for the code dropping the runtime to go on
+/// after the drop, through the returned sender.
+fn closure_waiting_for_the_drop(rt: &Runtime) -> std::sync::mpsc::Sender<()> {
     let (after_drop, dropped) = std::sync::mpsc::channel::<()>();
     drop(rt.spawn_blocking(move || {
         let _ = dropped.recv();
     }));
+    after_drop
+}
+
+#[test]
+fn a_runtime_dropped_by_its_own_task_does_not_wait_for_its_blocking_closures() {
+    let rt = running(1);
+    let after_drop = closure_waiting_for_the_drop(&rt);
     let handle = rt.handle().clone();
     let slot = Arc::new(Mutex::new(Some(rt)));
     let (report, done) = std::sync::mpsc::channel();
@@ -320,11 +326,8 @@ fn a_runtime_dropped_by_its_own_task_does_not_wait_for_its_blocking_closures() {
 #[test]
 fn a_runtime_dropped_in_a_block_on_future_does_not_wait_for_its_blocking_closures() {
     let rt = running(1);
+    let after_drop = closure_waiting_for_the_drop(&rt);
     let handle = rt.handle().clone();
-    let (after_drop, dropped) = std::sync::mpsc::channel::<()>();
-    drop(rt.spawn_blocking(move || {
-        let _ = dropped.recv();
-    }));
     let (report, done) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         handle.block_on(async move {
