@@ -41,7 +41,7 @@ use std::task::{Context, Poll};
 use crate::loom::thread_local_const;
 
 /// The units of budget a task poll starts with (tokio's figure).
-pub(crate) const BUDGET: u8 = 128;
+const BUDGET: u8 = 128;
 
 /// No budget: outside a task poll, or inside [`unconstrained`].
 const UNCONSTRAINED: u8 = u8::MAX;
