@@ -1,13 +1,15 @@
 //! The public types have the auto traits and impls that tokio's counterparts have, so code
 //! moves between the two: the futures and handles are `Send` (and `Sync` where tokio's are),
 //! `Interval` and `JoinHandle` are `Unpin`, `EnterGuard` is neither `Send` nor `Sync`, errors
-//! are `Send + Sync + 'static` errors, and every public type implements `Debug`. Checked at
-//! compile time; those tests only have to build. One more checks that a `Sleep` is no larger
-//! than tokio's.
+//! are `Send + Sync + 'static` errors, the runtime, its handles and `JoinSet` are unwind
+//! safe, and every public type implements `Debug`. Checked at compile time; those tests only
+//! have to build. The others check that a runtime works after a panic unwinds out of
+//! `block_on`, that an `AbortHandle` clones, and that a `Sleep` is no larger than tokio's.
 
 use std::error::Error;
 use std::fmt::Debug;
 use std::future::Ready;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 
 use escapement::task::{AbortHandle, JoinSet, Unconstrained};
 use escapement::time::error::Elapsed;
@@ -18,6 +20,7 @@ fn send_sync<T: Send + Sync>() {}
 fn unpin<T: Unpin>() {}
 fn debug<T: Debug>() {}
 fn error<T: Error + Send + Sync + 'static>() {}
+fn unwind_safe<T: UnwindSafe + RefUnwindSafe>() {}
 
 #[test]
 fn auto_traits_match_tokio() {
@@ -39,6 +42,47 @@ fn auto_traits_match_tokio() {
     unpin::<JoinHandle<()>>();
     unpin::<Instant>();
     unpin::<JoinSet<()>>();
+}
+
+#[test]
+fn handles_are_unwind_safe_as_tokios() {
+    // `catch_unwind(|| rt.block_on(..))` must compile, as it does with tokio.
+    unwind_safe::<Runtime>();
+    unwind_safe::<Handle>();
+    unwind_safe::<JoinHandle<String>>();
+    unwind_safe::<AbortHandle>();
+    unwind_safe::<JoinSet<String>>();
+    unwind_safe::<Instant>();
+    unwind_safe::<Elapsed>();
+}
+
+#[test]
+fn a_runtime_is_usable_after_a_panic_unwinds_out_of_block_on() {
+    let rt = Runtime::new().unwrap();
+    let caught = std::panic::catch_unwind(|| {
+        rt.block_on(async {
+            escapement::spawn(async {}).await.unwrap();
+            panic!("out of block_on");
+        })
+    });
+    assert!(caught.is_err());
+    let answer = rt.block_on(async { escapement::spawn(async { 42 }).await.unwrap() });
+    assert_eq!(answer, 42);
+}
+
+#[test]
+fn abort_handles_clone() {
+    let rt = Runtime::new().unwrap();
+    rt.block_on(async {
+        let task = escapement::spawn(std::future::pending::<()>());
+        let first = task.abort_handle();
+        let second = first.clone();
+        drop(first);
+        assert_eq!(second.id(), task.id());
+        second.abort();
+        assert!(task.await.unwrap_err().is_cancelled());
+        assert!(second.is_finished());
+    });
 }
 
 /// Compiles only while `T` is not `Send`: were it `Send`, both impls would apply and the

@@ -4,6 +4,7 @@ use std::error::Error;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::pin::pin;
 use std::task::{Context, Poll};
 
@@ -26,6 +27,13 @@ use crate::JoinHandle;
 pub struct Handle {
     pub(crate) shared: Arc<Shared>,
 }
+
+// A panic that unwinds past a handle (out of `block_on`, or out of code that spawned) leaves
+// the runtime consistent: its state sits behind locks that do not poison and atomics, each
+// update of which completes before any user code runs, and a panicking task is caught and
+// becomes a `JoinError`. So a handle may be used again after one, as in tokio.
+impl UnwindSafe for Handle {}
+impl RefUnwindSafe for Handle {}
 
 impl Handle {
     /// The handle of the runtime this thread is in.

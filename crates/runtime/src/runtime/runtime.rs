@@ -3,6 +3,7 @@
 use std::fmt;
 use std::future::Future;
 use std::io;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::time::Duration;
 
 use super::{context, Builder, EnterGuard, Handle};
@@ -36,6 +37,10 @@ pub struct Runtime {
     /// Dropped after the shutdown.
     _timer_holds: Vec<DriverRef>,
 }
+
+// As for `Handle`: a panic unwinding out of `block_on` leaves the runtime usable.
+impl UnwindSafe for Runtime {}
+impl RefUnwindSafe for Runtime {}
 
 impl Runtime {
     /// A runtime with one worker thread per available CPU.

@@ -1,6 +1,7 @@
 //! [`AbortHandle`]: cancelling a spawned task without the right to await it.
 
 use std::fmt;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::ptr::NonNull;
 
 use super::raw::Header;
@@ -34,6 +35,11 @@ unsafe impl Send for AbortHandle {}
 // SAFETY: as for `Send`: every method takes `&self` and is thread-safe.
 unsafe impl Sync for AbortHandle {}
 
+// A panic cannot leave an `AbortHandle` half-updated: its state is the task's atomic state
+// word, which every operation moves in one step.
+impl UnwindSafe for AbortHandle {}
+impl RefUnwindSafe for AbortHandle {}
+
 impl AbortHandle {
     /// # Safety
     ///
@@ -61,6 +67,16 @@ impl AbortHandle {
     /// The task's id, as [`JoinError::id`](crate::JoinError::id) reports it.
     pub fn id(&self) -> u64 {
         self.header().id
+    }
+}
+
+impl Clone for AbortHandle {
+    /// Another handle to the same task, holding its own reference to the task's memory.
+    fn clone(&self) -> AbortHandle {
+        self.header().state.ref_inc();
+        // SAFETY: the header is live (this handle's reference), and the new handle gets the
+        // reference just taken.
+        unsafe { AbortHandle::new(self.header) }
     }
 }
 

@@ -10,6 +10,7 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::{poll_fn, Future};
+use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::task::{Context, Poll, Wake, Waker};
 
 use slab::Slab;
@@ -93,6 +94,11 @@ pub struct JoinSet<T> {
     /// The id of the next entry.
     next_id: u64,
 }
+
+// A panic cannot leave a set half-updated: its shared queue is locked only around a push or
+// a pop, with no user code inside, and the tasks' outputs move out whole, as tokio's.
+impl<T> UnwindSafe for JoinSet<T> {}
+impl<T> RefUnwindSafe for JoinSet<T> {}
 
 impl<T> JoinSet<T> {
     /// An empty set.
