@@ -1,13 +1,16 @@
-//! [`Args`]: the attribute's arguments, `flavor = "..."`, `worker_threads = N` and
-//! `start_paused = BOOL`.
+//! [`Args`]: the attribute's arguments, `flavor = "..."`, `worker_threads = N`,
+//! `start_paused = BOOL`, `name = "..."` and `crate = "path"`.
+
+use std::fmt;
 
 use proc_macro2::{Ident, Literal, TokenStream};
+use quote::ToTokens;
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
-use syn::{Expr, ExprLit, Lit, Meta, MetaNameValue, Token};
+use syn::{Expr, ExprLit, Lit, LitStr, Meta, MetaNameValue, Path, Token};
 
 /// The runtime configuration an attribute asks for; `None` where it names nothing.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Args {
     /// `flavor = "multi_thread"` or `"current_thread"`, tokio's names, kept so that a tokio
     /// attribute ports unchanged.
@@ -16,6 +19,26 @@ pub(crate) struct Args {
     pub(crate) worker_threads: Option<Literal>,
     /// `start_paused = BOOL`: `true` or `false` as written, with the user's span.
     pub(crate) start_paused: Option<Ident>,
+    /// `name = "..."`: the runtime's name (`Builder::name`), a non-empty string literal.
+    pub(crate) name: Option<LitStr>,
+    /// `crate = "path"`: the path the expansion names the crate by, for a dependency renamed
+    /// in `Cargo.toml`; `::escapement` without it.
+    pub(crate) krate: Option<Path>,
+}
+
+impl fmt::Debug for Args {
+    /// syn's types print their tokens here: their own `Debug` needs a feature of syn's that
+    /// nothing else uses.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let tokens = |t: &dyn ToTokens| t.to_token_stream().to_string();
+        f.debug_struct("Args")
+            .field("flavor", &self.flavor)
+            .field("worker_threads", &self.worker_threads)
+            .field("start_paused", &self.start_paused)
+            .field("name", &self.name.as_ref().map(|name| tokens(name)))
+            .field("krate", &self.krate.as_ref().map(|path| tokens(path)))
+            .finish()
+    }
 }
 
 /// The runtime a tokio attribute asks for. Escapement's runtime is always multi-threaded:
@@ -85,10 +108,25 @@ impl Args {
                 let value = value_of(meta, "start_paused = true")?;
                 self.start_paused = Some(start_paused(value)?);
             }
+            "name" => {
+                if self.name.is_some() {
+                    return Err(duplicate(path, &name));
+                }
+                let value = value_of(meta, "name = \"ingest\"")?;
+                self.name = Some(runtime_name(value)?);
+            }
+            "crate" => {
+                if self.krate.is_some() {
+                    return Err(duplicate(path, &name));
+                }
+                let value = value_of(meta, "crate = \"escapement\"")?;
+                self.krate = Some(crate_path(value)?);
+            }
             _ => {
-                let shown = quote::ToTokens::to_token_stream(path).to_string();
+                let shown = path.to_token_stream().to_string();
                 let message = format!(
-                    "unknown argument `{}`: expected `flavor`, `worker_threads` or `start_paused`",
+                    "unknown argument `{}`: expected `flavor`, `worker_threads`, `start_paused`, \
+                     `name` or `crate`",
                     shown.replace(' ', "")
                 );
                 return Err(syn::Error::new_spanned(path, message));
@@ -171,6 +209,41 @@ fn start_paused(value: &Expr) -> syn::Result<Ident> {
     }
 }
 
+/// `name`: a string literal with something besides whitespace in it (`Builder::name` would
+/// panic at run time on any other).
+fn runtime_name(value: &Expr) -> syn::Result<LitStr> {
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(name),
+            ..
+        }) if !name.value().trim().is_empty() => Ok(name.clone()),
+        _ => Err(syn::Error::new_spanned(
+            value,
+            "`name` must be a non-empty string literal, as in `name = \"ingest\"`",
+        )),
+    }
+}
+
+/// `crate`: a string literal holding a path, as in `crate = "::my_escapement"`.
+fn crate_path(value: &Expr) -> syn::Result<Path> {
+    let Expr::Lit(ExprLit {
+        lit: Lit::Str(path),
+        ..
+    }) = value
+    else {
+        return Err(syn::Error::new_spanned(
+            value,
+            "`crate` must be a path in a string literal, as in `crate = \"escapement\"`",
+        ));
+    };
+    path.parse().map_err(|_| {
+        syn::Error::new_spanned(
+            path,
+            "`crate` must be a path in a string literal, as in `crate = \"escapement\"`",
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Args, Flavor};
@@ -200,13 +273,31 @@ mod tests {
 
         let args = Args::parse(quote!(flavor = "current_thread", start_paused = true)).unwrap();
         assert_eq!(args.flavor, Some(Flavor::CurrentThread));
+
+        let args = Args::parse(quote!(crate = "::renamed::inner", name = "ingest")).unwrap();
+        assert_eq!(args.name.unwrap().value(), "ingest");
+        let krate = args.krate.unwrap();
+        assert_eq!(
+            quote!(#krate).to_string(),
+            quote!(::renamed::inner).to_string()
+        );
     }
 
     #[test]
     fn rejects_bad_arguments() {
         assert_eq!(
             error(quote!(threads = 2)),
-            "unknown argument `threads`: expected `flavor`, `worker_threads` or `start_paused`"
+            "unknown argument `threads`: expected `flavor`, `worker_threads`, `start_paused`, \
+             `name` or `crate`"
+        );
+        assert!(error(quote!(name = "")).contains("non-empty string literal"));
+        assert!(error(quote!(name = "  ")).contains("non-empty string literal"));
+        assert!(error(quote!(name = ingest)).contains("non-empty string literal"));
+        assert!(error(quote!(crate = escapement)).contains("a path in a string literal"));
+        assert!(error(quote!(crate = "not a path")).contains("a path in a string literal"));
+        assert_eq!(
+            error(quote!(crate = "a", crate = "b")),
+            "duplicate argument `crate`"
         );
         assert!(error(quote!(flavor = "single")).contains("\"multi_thread\" or"));
         assert!(error(quote!(flavor = multi_thread)).contains("\"multi_thread\" or"));

@@ -29,9 +29,11 @@ impl Entry {
     /// Expands the attribute `#[name(args)]` on `item`.
     ///
     /// On errors the output is still the rewritten function, built with the default
-    /// arguments, without parameters or a second `#[test]`, plus one `compile_error!` per
-    /// error: the user sees only the errors that matter, not a cascade ("`main` function not
-    /// found", "`main` is not allowed to be `async`"), and an IDE still sees the function.
+    /// arguments, plus one `compile_error!` per error: the user sees only the errors that
+    /// matter, not a cascade ("`main` function not found", "`main` is not allowed to be
+    /// `async`"), and an IDE still sees the function. A test with parameters keeps them but
+    /// loses its `#[test]`, `main` loses its parameters, and a second `#[test]` goes: each
+    /// of those would bring an error of its own.
     pub(crate) fn expand(self, args: TokenStream, item: TokenStream) -> TokenStream {
         let mut function: ItemFn = match syn::parse2(item.clone()) {
             Ok(function) => function,
@@ -48,13 +50,17 @@ impl Entry {
             Args::default()
         });
         if errors.is_empty() {
-            return self.rewrite(args, function);
+            return self.rewrite(args, function, self == Entry::Test);
         }
-        function.sig.inputs = Punctuated::new();
+        let takes_arguments = !function.sig.inputs.is_empty();
+        if self == Entry::Main && function.sig.ident == "main" {
+            function.sig.inputs = Punctuated::new();
+        }
         if self == Entry::Test {
             function.attrs.retain(|attr| !is_test_attribute(attr));
         }
-        let mut output = self.rewrite(args, function);
+        let test = self == Entry::Test && !takes_arguments;
+        let mut output = self.rewrite(args, function, test);
         output.extend(errors.iter().map(syn::Error::to_compile_error));
         output
     }
@@ -73,12 +79,20 @@ impl Entry {
                 ),
             ));
         }
+        // Any other function may take arguments: `#[escapement::main]` on a method or a
+        // helper makes a synchronous entry point, as tokio's does.
         if !sig.inputs.is_empty() {
-            let message = match self {
-                Entry::Main => "`#[escapement::main]` functions cannot take arguments",
-                Entry::Test => "test functions cannot take arguments",
-            };
-            errors.push(syn::Error::new_spanned(&sig.inputs, message));
+            match self {
+                Entry::Main if sig.ident == "main" => errors.push(syn::Error::new_spanned(
+                    &sig.inputs,
+                    "the `main` function cannot take arguments: read them with `std::env::args()`",
+                )),
+                Entry::Main => {}
+                Entry::Test => errors.push(syn::Error::new_spanned(
+                    &sig.inputs,
+                    "test functions cannot take arguments",
+                )),
+            }
         }
         if self == Entry::Test {
             // A second `#[test]` would register the test twice, or fail in a confusing way.
@@ -92,8 +106,9 @@ impl Entry {
         errors
     }
 
-    /// The plain `fn` that builds a runtime and `block_on`s the body.
-    fn rewrite(self, args: Args, mut function: ItemFn) -> TokenStream {
+    /// The plain `fn` that builds a runtime and `block_on`s the body; `#[test]` on top when
+    /// `test`.
+    fn rewrite(self, args: Args, mut function: ItemFn, test: bool) -> TokenStream {
         function.sig.asyncness = None;
         let ItemFn {
             attrs,
@@ -116,7 +131,11 @@ impl Entry {
         let start_paused = args
             .start_paused
             .map(|paused| quote!(.start_paused(#paused)));
-        let test = (self == Entry::Test).then(|| quote!(#[::core::prelude::v1::test]));
+        let name = args.name.map(|name| quote!(.name(#name)));
+        let krate = args
+            .krate
+            .map_or_else(|| quote!(::escapement), |path| path.into_token_stream());
+        let test = test.then(|| quote!(#[::core::prelude::v1::test]));
 
         // `block_on` returns the function's value, so a body of another type than the return
         // type is reported at that call: locate the call at the body's last token. Its locals
@@ -137,9 +156,10 @@ impl Entry {
             #vis #sig {
                 #(#inner)*
                 let #body = async #block;
-                let #runtime = ::escapement::Builder::new()
+                let #runtime = #krate::Builder::new()
                     #worker_threads
                     #start_paused
+                    #name
                     .build()
                     .expect("failed to build the escapement runtime");
                 #run
@@ -228,10 +248,9 @@ mod tests {
             ),
         );
         let expanded = normalized(expanded);
-        // Rewritten with the defaults, without the parameter or the second `#[test]`.
+        // Rewritten with the defaults, keeping the parameter, without either `#[test]`.
         let function = normalized(quote!(
-            #[::core::prelude::v1::test]
-            fn takes() {}
+            fn takes(count: usize) {}
         ));
         let function = function.trim_end_matches(" { }");
         assert!(expanded.starts_with(function), "{expanded}");
@@ -245,5 +264,38 @@ mod tests {
             assert!(expanded.contains(message), "{message} in {expanded}");
         }
         assert_eq!(expanded.matches("compile_error").count(), 4);
+
+        // `main` itself loses its parameters, which `fn main` cannot have.
+        let expanded = normalized(Entry::Main.expand(
+            quote!(),
+            quote!(
+                async fn main(args: Vec<String>) {}
+            ),
+        ));
+        assert!(expanded.starts_with("fn main () {"), "{expanded}");
+        assert!(expanded.contains("the `main` function cannot take arguments"));
+    }
+
+    #[test]
+    fn main_on_another_function_keeps_its_parameters() {
+        let expanded = Entry::Main.expand(
+            quote!(crate = "::renamed", name = "ingest"),
+            quote!(
+                async fn run(&self, extra: u32) -> u32 {
+                    self.0 + extra
+                }
+            ),
+        );
+        let expected = quote! {
+            fn run(&self, extra: u32) -> u32 {
+                let body = async { self.0 + extra };
+                let runtime = ::renamed::Builder::new()
+                    .name("ingest")
+                    .build()
+                    .expect("failed to build the escapement runtime");
+                runtime.block_on(body)
+            }
+        };
+        assert_eq!(normalized(expanded), normalized(expected));
     }
 }

@@ -29,10 +29,14 @@
 //! - Outer attributes stay on the function; inner ones (`#![allow(...)]`) atop its new body.
 //! - Only the arguments given become `Builder` calls, except the test's one worker thread
 //!   (also what `flavor = "current_thread"` gives; `"multi_thread"` leaves the default).
-//! - On any error the function is still rewritten (default arguments, parameters and a
-//!   second `#[test]` dropped) and each error is emitted beside it as a `compile_error!` at
-//!   the offending token, so the compiler reports those errors and no cascade of follow-up
-//!   ones. The unit tests in `entry.rs` check this expansion.
+//!   `crate = "path"` replaces `::escapement`, for a dependency renamed in `Cargo.toml`.
+//! - Parameters stay: `#[escapement::main]` on a method or a helper is a synchronous entry
+//!   point, and the `async` block borrows them. Only `main` and tests may take none.
+//! - On any error the function is still rewritten with the default arguments, each error
+//!   emitted beside it as a `compile_error!` at the offending token, and whatever would
+//!   bring an error of its own dropped (`main`'s parameters, a test's `#[test]` when it has
+//!   parameters, a second `#[test]`), so the compiler reports those errors and no cascade of
+//!   follow-up ones. The unit tests in `entry.rs` check this expansion.
 
 use proc_macro::TokenStream;
 

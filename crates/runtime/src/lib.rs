@@ -52,9 +52,10 @@ struct ReadmeDoctests;
 /// The function becomes a plain `fn` with the same attributes, visibility, name and return
 /// type. It builds a [`Runtime`] with a [`Builder`], runs the body with
 /// [`Runtime::block_on`] on the calling thread, and drops the runtime when the body returns;
-/// spawned tasks run on the worker threads. The function must be `async` and take no
-/// arguments. It may return anything `main` may, such as `Result<(), E>`, and need not be
-/// named `main` (each call then builds a runtime of its own).
+/// spawned tasks run on the worker threads. The function must be `async`. It may return
+/// anything `main` may, such as `Result<(), E>`, and need not be named `main`: on another
+/// function, a method included, it makes a synchronous entry point that may take
+/// arguments, and each call builds a runtime of its own. `main` itself takes none.
 ///
 /// Arguments, comma-separated, in any order, each at most once:
 ///
@@ -63,9 +64,11 @@ struct ReadmeDoctests;
 /// | `flavor = "F"` | tokio's names, so its attributes port unchanged: `"multi_thread"` (the default) or `"current_thread"` (one worker thread; `worker_threads` is then an error) | `"multi_thread"` |
 /// | `worker_threads = N` | a positive integer literal: [`Builder::worker_threads`] | one per available CPU, as [`Builder::new`] |
 /// | `start_paused = B` | `true` or `false`: [`Builder::start_paused`] | `false` |
+/// | `name = "S"` | a non-empty string literal: [`Builder::name`] | no name |
+/// | `crate = "P"` | the path to this crate, in a string literal, for a dependency renamed in `Cargo.toml` (`crate = "my_escapement"`) | `::escapement` |
 ///
 /// Anything else is a compile error at the offending token: an unknown or repeated argument,
-/// a value of the wrong kind, a function that is not `async` or that takes arguments.
+/// a value of the wrong kind, a function that is not `async`, a `main` that takes arguments.
 ///
 /// # Examples
 ///
@@ -101,7 +104,8 @@ struct ReadmeDoctests;
 /// # Expansion
 ///
 /// `#[escapement::main(worker_threads = 2)] async fn main() -> T { BODY }` becomes
-/// `fn main() -> T`, whose body is, with `body` and `runtime` invisible to `BODY`:
+/// `fn main() -> T`, whose body is, with `body` and `runtime` invisible to `BODY` (`crate`
+/// replaces `::escapement`, and `name` adds `.name(..)`):
 ///
 /// ```text
 /// let body = async { BODY };
@@ -121,6 +125,7 @@ pub use escapement_macros::main;
 /// return type, whose body runs with [`Runtime::block_on`] on the test's thread. The
 /// function must be `async`, take no arguments and carry no `#[test]` of its own; it may
 /// return `()` or a `Result`. Each test builds, and then drops, its own runtime.
+/// `name` and `crate` are as for [`main`](macro@main).
 ///
 /// Arguments, comma-separated, in any order, each at most once:
 ///

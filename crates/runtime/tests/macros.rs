@@ -159,3 +159,42 @@ fn main_runs_its_body_on_a_runtime_of_its_own() {
     assert_eq!(sleep_an_hour(), Duration::from_secs(3600));
     assert!(Handle::try_current().is_err(), "the runtime is gone");
 }
+
+/// A connection pool with a synchronous entry point, as `#[tokio::main]` on a method makes.
+struct Pool {
+    size: usize,
+}
+
+impl Pool {
+    /// `#[escapement::main]` on a method: it borrows `self` and takes arguments.
+    #[escapement::main(worker_threads = 1, start_paused = true)]
+    async fn connect_all(&self, timeout_each: Duration, mut log: Vec<usize>) -> Vec<usize> {
+        for connection in 0..self.size {
+            sleep(timeout_each).await;
+            log.push(connection);
+        }
+        log
+    }
+}
+
+#[test]
+fn main_on_a_method_takes_self_and_arguments() {
+    let pool = Pool { size: 3 };
+    let log = pool.connect_all(Duration::from_secs(1), vec![7]);
+    assert_eq!(log, [7, 0, 1, 2]);
+}
+
+#[escapement::test(name = "named-in-the-attribute")]
+async fn the_name_argument_names_the_runtime() {
+    assert_eq!(Handle::current().name(), Some("named-in-the-attribute"));
+}
+
+/// The crate under another name, as a `Cargo.toml` that renames the dependency gives it.
+mod renamed {
+    pub(crate) use escapement as timers;
+}
+
+#[escapement::test(crate = "renamed::timers", worker_threads = 2)]
+async fn the_crate_argument_names_the_crate_by_its_path() {
+    assert_eq!(escapement::Handle::current().metrics().workers(), 2);
+}

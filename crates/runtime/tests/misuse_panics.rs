@@ -2,8 +2,8 @@
 //! outside a runtime (`spawn`, `Handle::current`, `sleep`, `sleep_until`, `timeout`,
 //! `timeout_at`, `interval`, `interval_at`, `pause`, `resume`, `advance`); pausing twice,
 //! resuming or advancing an unpaused clock; a zero interval period; a nested `block_on` or
-//! one on a worker thread; zero worker threads; an `advance` whose clock was resumed before
-//! it ran; a `JoinHandle` polled after it completed.
+//! one on a worker thread; zero worker threads; a blank runtime name; an `advance` whose
+//! clock was resumed before it ran; a `JoinHandle` polled after it completed.
 //!
 //! Each has a `#[should_panic]` test on a substring of its message; the last test checks,
 //! through a panic hook that records locations, that the `#[track_caller]` functions report
@@ -206,6 +206,12 @@ fn zero_worker_threads() {
 }
 
 #[test]
+#[should_panic(expected = "a runtime's name must not be empty")]
+fn a_blank_runtime_name() {
+    let _ = escapement::Builder::new().name(" \t");
+}
+
+#[test]
 #[should_panic(expected = "a JoinHandle was polled after it returned Ready")]
 fn polling_a_join_handle_after_it_completed() {
     let rt = running(1);
@@ -287,6 +293,7 @@ fn panics_are_reported_at_the_caller() {
     panics_here("must be non-zero", || drop(interval(Duration::ZERO)));
     let mut builder = escapement::Builder::new();
     panics_here("at least one worker", || _ = builder.worker_threads(0));
+    panics_here("must not be empty", || _ = builder.name(""));
 
     let rt = running(1);
     let _guard = rt.enter();

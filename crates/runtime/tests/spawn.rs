@@ -2,8 +2,9 @@
 //! `Handle::spawn` from `block_on`, tasks and other threads; tasks spawning tasks; many tasks
 //! on 1 and 4 workers; `Handle::current`, `Handle::try_current` and `Handle::enter` (nested
 //! guards restore the previous runtime, guards dropped out of order panic); `task::yield_now`
-//! letting other tasks run; the names of worker and blocking threads; and a builder chain written for tokio
-//! (`new_multi_thread`, `enable_all`, `enable_time`, `shutdown_background`).
+//! letting other tasks run; the names of worker and blocking threads; builder chains written
+//! for tokio (`new_multi_thread`, `enable_all`, `enable_time`, `shutdown_background`;
+//! `new_current_thread`, `name` and `Handle::name`).
 
 mod support;
 
@@ -275,4 +276,17 @@ fn a_builder_chain_written_for_tokio_builds_a_runtime() {
     });
     assert_eq!(value, 7);
     rt.shutdown_background();
+}
+
+#[test]
+fn a_current_thread_builder_gives_one_worker_and_names_the_runtime() {
+    let rt = escapement::Builder::new_current_thread()
+        .enable_all()
+        .name("one")
+        .build()
+        .expect("a runtime");
+    assert_eq!(rt.metrics().workers(), 1);
+    assert_eq!(rt.handle().name(), Some("one"));
+    assert!(format!("{:?}", rt.handle()).contains("\"one\""));
+    assert_eq!(rt.block_on(rt.spawn(async { 5 })).expect("completes"), 5);
 }

@@ -42,6 +42,8 @@ pub struct Builder {
     worker_threads: Option<usize>,
     /// `None`: `escapement-worker-N` and `escapement-blocking`.
     thread_name: Option<String>,
+    /// The runtime's own name, which [`Handle::name`] returns.
+    name: Option<String>,
     start_paused: bool,
     timer_resolution: Duration,
     metrics: bool,
@@ -56,6 +58,7 @@ impl Builder {
         Builder {
             worker_threads: None,
             thread_name: None,
+            name: None,
             start_paused: false,
             timer_resolution: DEFAULT_TICK,
             metrics: true,
@@ -68,6 +71,17 @@ impl Builder {
     /// tokio's, so that a builder chain ports by changing the import.
     pub fn new_multi_thread() -> Builder {
         Builder::new()
+    }
+
+    /// A builder for one worker thread, which is what tokio's `current_thread` flavor comes
+    /// to here: escapement's runtime is always multi-threaded, so the tasks run on that worker
+    /// thread, not on the thread in [`block_on`](Runtime::block_on), and a later
+    /// [`worker_threads`](Builder::worker_threads) still applies. Named as tokio's, so that a
+    /// builder chain ports by changing the import.
+    pub fn new_current_thread() -> Builder {
+        let mut builder = Builder::new();
+        builder.worker_threads(1);
+        builder
     }
 
     /// Does nothing: the timer driver is always on, and escapement has no I/O driver. Named
@@ -119,6 +133,23 @@ impl Builder {
     /// are `escapement-worker-N` and `escapement-blocking`.
     pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Builder {
         self.thread_name = Some(name.into());
+        self
+    }
+
+    /// The runtime's name, which [`Handle::name`] returns; the threads keep the names that
+    /// [`thread_name`](Builder::thread_name) gives them.
+    ///
+    /// # Panics
+    ///
+    /// If `name` is empty or only whitespace.
+    #[track_caller]
+    pub fn name(&mut self, name: impl Into<String>) -> &mut Builder {
+        let name = name.into();
+        assert!(
+            !name.trim().is_empty(),
+            "a runtime's name must not be empty"
+        );
+        self.name = Some(name);
         self
     }
 
@@ -241,6 +272,7 @@ impl Builder {
                         None => "escapement-blocking".to_owned(),
                     },
                 )),
+                self.name.as_deref().map(Box::from),
             )),
         };
         let mut threads = Vec::with_capacity(workers);
@@ -278,6 +310,7 @@ impl fmt::Debug for Builder {
         f.debug_struct("Builder")
             .field("worker_threads", &self.worker_threads)
             .field("thread_name", &self.thread_name)
+            .field("name", &self.name)
             .field("start_paused", &self.start_paused)
             .field("timer_resolution", &self.timer_resolution)
             .field("metrics", &self.metrics)

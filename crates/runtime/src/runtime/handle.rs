@@ -192,6 +192,19 @@ impl Handle {
         }
     }
 
+    /// The name [`Builder::name`](crate::Builder::name) gave the runtime, if any.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = escapement::Builder::new().name("ingest").build().unwrap();
+    /// assert_eq!(rt.handle().name(), Some("ingest"));
+    /// assert_eq!(escapement::Runtime::new().unwrap().handle().name(), None);
+    /// ```
+    pub fn name(&self) -> Option<&str> {
+        self.shared.name.as_deref()
+    }
+
     /// A snapshot of the runtime's timer metrics; see [`RuntimeMetrics`].
     ///
     /// [`RuntimeMetrics`]: crate::RuntimeMetrics
@@ -217,6 +230,7 @@ impl Handle {
 impl fmt::Debug for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Handle")
+            .field("name", &self.name())
             .field("shared", &self.shared)
             .finish()
     }

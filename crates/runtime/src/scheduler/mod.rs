@@ -37,6 +37,8 @@ pub(crate) struct Shared {
     workers_exited: Condvar,
     /// Tasks spawned so far (for metrics and tests).
     pub(crate) spawned: AtomicUsize,
+    /// The runtime's name, from [`Builder::name`](crate::Builder::name).
+    pub(crate) name: Option<Box<str>>,
 }
 
 /// What other threads need to reach one worker.
@@ -51,6 +53,7 @@ impl Shared {
         remotes: Box<[Remote]>,
         driver: Arc<Driver>,
         blocking: Arc<BlockingPool<BlockingJob>>,
+        name: Option<Box<str>>,
     ) -> Shared {
         let workers = remotes.len();
         Shared {
@@ -64,6 +67,7 @@ impl Shared {
             live_workers: Mutex::new(workers),
             workers_exited: Condvar::new(),
             spawned: AtomicUsize::new(0),
+            name,
         }
     }
 
