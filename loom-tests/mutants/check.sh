@@ -25,6 +25,9 @@ models=(
     "14-driver-reference-dropped-relaxed driver_ref"
     "15-credit-returned-relaxed driver_ref"
     "16-join-waker-swap-asserts-the-slot-still-set join_handle"
+    "17-stand-in-counts-on-worker0-being-woken overdue_handoff"
+    "18-park-finish-publishes-nothing overdue_handoff"
+    "19-auto-advance-checks-then-moves auto_advance"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

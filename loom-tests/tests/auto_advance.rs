@@ -67,3 +67,34 @@ fn the_clock_jumps_once_everything_is_idle() {
         worker0.join().unwrap();
     });
 }
+
+/// A thread that becomes active while worker 0 is deciding to advance (a thread entering
+/// `block_on`) reads one time for as long as it stays active: either worker 0 saw it and did
+/// not advance, or the clock moved before the thread went on.
+#[test]
+fn the_clock_does_not_jump_under_a_thread_that_became_active() {
+    loom::model(|| {
+        let (driver, worker0) = Driver::new(true);
+        let _timer = {
+            let (parker, unparker) = Parker::new(&driver);
+            drop(parker);
+            let mut timer = driver.timer(5);
+            assert_eq!(timer.poll(&unparking_waker(unparker)), TimerPoll::Pending);
+            timer
+        };
+        let entering = {
+            let driver = driver.clone();
+            thread::spawn(move || {
+                driver.activate();
+                let first = driver.now_tick();
+                let second = driver.now_tick();
+                driver.deactivate();
+                (first, second)
+            })
+        };
+        let advanced = worker0.try_auto_advance();
+        let (first, second) = entering.join().unwrap();
+        assert_eq!(first, second, "the clock moved while the thread was active");
+        assert_eq!(driver.now_tick(), if advanced { 5 } else { 0 });
+    });
+}

@@ -56,3 +56,27 @@ fn a_stand_in_that_fires_nothing_leaves_parked_worker0_wakeable() {
         parked.join().unwrap();
     });
 }
+
+/// A thread that has just woken worker 0 (a registration earlier than its wakeup, a spawn)
+/// must not then park without a timeout counting on worker 0 for the next timer: worker 0
+/// is about to run whatever woke it, perhaps a long poll, and a thread in `block_on` may be
+/// the only one left to stand in. However worker 0's park and wake interleave with the
+/// unpark, the stand-in sees worker 0 as not parked and sleeps only until the timer.
+///
+/// The clock runs; the pending timer is two hours ahead, past the span a timed park returns
+/// at once for under loom, so worker 0 blocks until the unpark.
+#[test]
+fn a_stand_in_does_not_count_on_worker0_it_just_woke() {
+    const LATER: u64 = 7_200_000;
+    loom::model(|| {
+        let (driver, mut worker0) = Driver::new(false);
+        let (_timer, _waker, _wakes) = registered_timer(&driver, LATER);
+        let parked = thread::spawn(move || worker0.park());
+        driver.unpark_worker0();
+        assert!(
+            driver.stand_in_timeout().is_some(),
+            "a stand-in counted on worker 0 while waking it"
+        );
+        parked.join().unwrap();
+    });
+}

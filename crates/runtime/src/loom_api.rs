@@ -127,6 +127,17 @@ impl Driver {
             .expect("the clock is paused");
     }
 
+    /// Wakes worker 0, as a registration earlier than its wakeup or a spawn does.
+    pub fn unpark_worker0(&self) {
+        self.inner.unpark();
+    }
+
+    /// How long a thread other than worker 0 would park before it looks for overdue timers:
+    /// `None` when it would count on worker 0 and park until woken.
+    pub fn stand_in_timeout(&self) -> Option<Duration> {
+        self.inner.stand_in_timeout()
+    }
+
     /// What a worker other than worker 0 does each few turns: fire overdue timers in each
     /// shard whose lock is free. Returns whether it fired anything.
     pub fn try_process_overdue(&self) -> bool {

@@ -81,8 +81,11 @@ impl ParkState {
     /// After sleeping: back to `EMPTY`. A thread that woke without an unpark (timeout,
     /// spurious wakeup) counts itself active again; an unparked one was counted by its
     /// unparker.
+    ///
+    /// Release: whatever the thread did before, such as worker 0 clearing its parked flag, is
+    /// visible to a thread that reads `EMPTY` here with Acquire (`Driver::worker0_parked`).
     pub(crate) fn finish(&self, driver: &Driver) {
-        if self.0.swap(EMPTY, Ordering::Acquire) == PARKED {
+        if self.0.swap(EMPTY, Ordering::AcqRel) == PARKED {
             driver.activate();
         }
     }
@@ -151,7 +154,8 @@ impl Parker {
     /// Parks a thread other than worker 0 (another worker, or a thread in `block_on`). While
     /// worker 0 is not parked on the next timer it may be stuck in a long poll, so the thread
     /// sleeps only until that timer and then fires what is overdue in each shard whose lock
-    /// is free: it stands in for worker 0.
+    /// is free: it stands in for worker 0. Worker 0 with an unpark on its way counts as not
+    /// parked: it is about to run whatever woke it, which may be that long poll.
     ///
     /// If the wheel is overdue already and the thread fires nothing (the locks are held:
     /// typically worker 0 working through a backlog, or a worker registering), it sleeps
@@ -159,7 +163,7 @@ impl Parker {
     /// same: its caller would otherwise spin on the check for as long as the backlog lasts.
     pub(crate) fn park_standing_in(&self) {
         let driver = &self.inner.driver;
-        match driver.time_to_next().filter(|_| !driver.worker0_parked()) {
+        match driver.stand_in_timeout() {
             Some(timeout) if timeout.is_zero() => {
                 if !driver.try_process_overdue() {
                     self.park_timeout(STAND_IN_GRACE);

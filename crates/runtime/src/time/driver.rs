@@ -104,6 +104,11 @@ const AWAKE: u64 = 0;
 /// `next_due` when no timer is pending.
 const NEVER: u64 = u64::MAX;
 
+/// In the driver's count of active threads: worker 0, the only active thread, is moving a
+/// paused clock to the next timer. A thread that becomes active meanwhile waits until the
+/// clock has moved, so no thread sees the clock jump in the middle of what it runs.
+const ADVANCING: usize = 1 << (usize::BITS - 1);
+
 /// Wakers woken per batch, after the lock is released.
 pub(crate) const WAKE_BATCH: usize = 32;
 
@@ -186,7 +191,8 @@ pub(crate) struct Driver {
     tick_ns: u64,
     unparker: DriverUnparker,
     /// The runtime's active threads, as `crate::park` counts them: when this is zero on a
-    /// paused clock with timers pending, the clock jumps to the next one.
+    /// paused clock with timers pending, the clock jumps to the next one. [`ADVANCING`] is
+    /// set while worker 0, the only active thread, moves the clock that way.
     active: AtomicUsize,
     /// Batches of wakers taken out of the wheel and not yet woken; `advance` waits for them.
     waking: AtomicUsize,
@@ -509,9 +515,15 @@ impl Driver {
         self.worker0_parked.store(parked, Ordering::Relaxed);
     }
 
-    /// Whether worker 0 is blocked in its park (and so will wake for the next timer).
+    /// Whether worker 0 is blocked in its park and stays there until the next timer: no
+    /// unpark is on its way to it. One that is will run whatever woke it, perhaps for long,
+    /// so a thread that just woke it (a registration, a spawn) must not count on it for the
+    /// next timer.
     pub(crate) fn worker0_parked(&self) -> bool {
-        self.worker0_parked.load(Ordering::Relaxed)
+        // The state first, with Acquire: worker 0 clears the flag before its park moves the
+        // state on from `NOTIFIED` (with Release, in `finish`), so a reader that no longer
+        // sees the unpark sees the flag cleared.
+        !self.unparker.is_notified() && self.worker0_parked.load(Ordering::Relaxed)
     }
 
     /// The time until the next timer, if one is pending and the clock runs, is overdue enough
@@ -525,6 +537,13 @@ impl Driver {
         Some(overdue_at.saturating_duration_since(self.clock.now()))
     }
 
+    /// How long a thread other than worker 0 may sleep before it looks whether worker 0 is
+    /// stuck and the wheel overdue: `None` (until woken) when no timer is pending, the clock
+    /// is paused, or worker 0 is parked and will wake for the next timer itself.
+    pub(crate) fn stand_in_timeout(&self) -> Option<Duration> {
+        self.time_to_next().filter(|_| !self.worker0_parked())
+    }
+
     /// Worker 0 woke up.
     pub(crate) fn unparked(&self) {
         self.sleeping_until.store(AWAKE, Ordering::Relaxed);
@@ -536,9 +555,18 @@ impl Driver {
         self.unparker.unpark(self);
     }
 
-    /// A thread of the runtime became active (see `crate::park`).
+    /// A thread of the runtime became active (see `crate::park`). If worker 0 is moving a
+    /// paused clock (it found every other thread idle), waits until the clock has moved:
+    /// the thread then runs on one time from start to end.
     pub(crate) fn activate(&self) {
-        self.active.fetch_add(1, Ordering::SeqCst);
+        if self.active.fetch_add(1, Ordering::SeqCst) & ADVANCING != 0 {
+            // Worker 0 holds `ADVANCING` for a scan of the shards' next expiry and one store
+            // to the clock, taking no lock an activating thread may hold (registrations wake
+            // worker 0, and so activate it, after releasing their shard's lock).
+            while self.active.load(Ordering::SeqCst) & ADVANCING != 0 {
+                crate::loom::thread::yield_now();
+            }
+        }
     }
 
     /// A thread of the runtime became idle. The last one of a paused runtime with timers
@@ -559,22 +587,36 @@ impl Driver {
     /// Worker 0, about to park, with `active` threads counted active (itself included):
     /// if the clock is paused and no other thread is active, moves the clock to the next
     /// timer and fires what is due. Returns whether it did.
+    ///
+    /// The check and the move are one step for the other threads: `ADVANCING` is claimed
+    /// only while the count is still `active`, and a thread that becomes active before the
+    /// clock has moved waits in [`Driver::activate`]. A thread that found the count above
+    /// `active` and went on to read the clock never sees it jump under it.
     pub(crate) fn try_auto_advance(&self, active: usize) -> bool {
-        if self.active.load(Ordering::SeqCst) != active || !self.clock.is_paused() {
+        if !self.clock.is_paused()
+            || self
+                .active
+                .compare_exchange(
+                    active,
+                    active | ADVANCING,
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                )
+                .is_err()
+        {
             return false;
         }
-        let Some(next) = self
+        let to = self
             .shards
             .iter()
             .filter_map(|shard| shard.inner.lock().wheel.next_expiration())
             .min()
-        else {
+            .map(|next| self.tick_instant(next))
+            .filter(|&to| self.clock.advance_to(to).is_ok());
+        self.active.fetch_and(!ADVANCING, Ordering::SeqCst);
+        let Some(to) = to else {
             return false;
         };
-        let to = self.tick_instant(next);
-        if self.clock.advance_to(to).is_err() {
-            return false;
-        }
         self.process(to);
         true
     }

@@ -217,6 +217,11 @@ impl DriverUnparker {
         }
     }
 
+    /// Whether an unpark is on its way to worker 0 (it has not yet woken and taken it).
+    pub(crate) fn is_notified(&self) -> bool {
+        self.state.is_notified()
+    }
+
     /// Wakes worker 0 without counting it active: it counts itself when it wakes.
     pub(crate) fn nudge(&self) {
         #[cfg(not(loom))]
