@@ -235,12 +235,16 @@ impl RuntimeMetrics {
         self.live_timers
     }
 
-    /// Timers registered with the wheel (at their first poll, or when re-armed after firing).
+    /// Timers registered with the wheel: at their first poll, or when re-armed after firing.
+    /// A reset of a timer still in the wheel moves it, and counts only as a reset. Every
+    /// registered timer ends fired or cancelled, so this is
+    /// `timers_fired() + timers_cancelled() + live_timers()` once the runtime is quiet.
     pub fn timers_registered(&self) -> u64 {
         self.totals.registered
     }
 
-    /// Timers fired by the driver.
+    /// Timers fired: by the driver at their tick, or at once by a reset of a registered timer
+    /// to a deadline already past.
     pub fn timers_fired(&self) -> u64 {
         self.totals.fired
     }
@@ -266,7 +270,7 @@ impl RuntimeMetrics {
     }
 
     /// How late timers fired: the time the driver fired each timer minus its deadline rounded
-    /// up to the tick.
+    /// up to the tick. Timers fired at once by a reset to a past deadline are not in it.
     pub fn lateness(&self) -> LatenessHistogram {
         LatenessHistogram {
             buckets: self.totals.lateness,

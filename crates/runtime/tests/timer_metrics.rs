@@ -1,4 +1,5 @@
-//! `Runtime::metrics`: the timer counters, the lateness histogram, and `metrics(false)`.
+//! `Runtime::metrics`: the timer counters (resets included: a registered timer ends fired or
+//! cancelled), the lateness histogram, and `metrics(false)`.
 
 use std::pin::pin;
 
@@ -49,9 +50,9 @@ fn counters_follow_what_timers_do() {
     });
     let metrics = rt.metrics();
     assert_eq!(metrics.workers(), 2);
-    // Registrations: 3 sleeps + 1 cancelled + the reset one (linked once at its first poll;
-    // the later reset moves it without re-linking, the earlier one re-links it).
-    assert_eq!(metrics.timers_registered(), 6);
+    // Registrations: 3 sleeps + 1 cancelled + the reset one, registered once at its first
+    // poll (the resets move it: the later one without the lock, the earlier one under it).
+    assert_eq!(metrics.timers_registered(), 5);
     assert_eq!(metrics.timers_fired(), 4);
     assert_eq!(metrics.timers_cancelled(), 1);
     assert_eq!(metrics.timer_resets(), 2);
@@ -62,6 +63,79 @@ fn counters_follow_what_timers_do() {
         metrics.lateness().quantile_upper_bound(1.0),
         Some(Duration::from_micros(1))
     );
+}
+
+/// What `reset` does to the counters, one timer at a time: a registered timer ends fired or
+/// cancelled, so `registered == fired + cancelled` once none is live.
+#[test]
+fn resets_keep_registered_equal_to_fired_plus_cancelled() {
+    /// `(registered, fired, cancelled, resets)` after `scenario` ran on a runtime of its own.
+    fn counts(scenario: impl std::future::Future<Output = ()>) -> (u64, u64, u64, u64) {
+        let rt = paused(1, true);
+        rt.block_on(scenario);
+        let m = rt.metrics();
+        assert_eq!(m.live_timers(), 0);
+        assert_eq!(
+            m.timers_registered(),
+            m.timers_fired() + m.timers_cancelled(),
+            "{m:?}"
+        );
+        (
+            m.timers_registered(),
+            m.timers_fired(),
+            m.timers_cancelled(),
+            m.timer_resets(),
+        )
+    }
+    let in_ms = |ms| Instant::now() + Duration::from_millis(ms);
+
+    // Reset later, then dropped: one registration, cancelled.
+    let later = counts(async move {
+        let mut timer = pin!(sleep(Duration::from_secs(5)));
+        assert!(futures::poll!(timer.as_mut()).is_pending());
+        timer.as_mut().reset(in_ms(10_000));
+    });
+    assert_eq!(later, (1, 0, 1, 1));
+
+    // Reset earlier, then fired: one registration, one fire.
+    let earlier = counts(async move {
+        let mut timer = pin!(sleep(Duration::from_secs(5)));
+        assert!(futures::poll!(timer.as_mut()).is_pending());
+        timer.as_mut().reset(in_ms(2));
+        timer.await;
+    });
+    assert_eq!(earlier, (1, 1, 0, 1));
+
+    // Reset to now: fired at once by the reset, not by the driver, so not in the lateness.
+    let rt = paused(1, true);
+    rt.block_on(async {
+        let mut timer = pin!(sleep(Duration::from_secs(5)));
+        assert!(futures::poll!(timer.as_mut()).is_pending());
+        timer.as_mut().reset(Instant::now());
+        timer.await;
+    });
+    let m = rt.metrics();
+    assert_eq!((m.timers_registered(), m.timers_fired()), (1, 1));
+    assert_eq!(m.lateness().count(), 0);
+
+    // Reset earlier ten times, then dropped.
+    let ten = counts(async move {
+        let mut timer = pin!(sleep(Duration::from_secs(60)));
+        assert!(futures::poll!(timer.as_mut()).is_pending());
+        for i in 0..10 {
+            timer.as_mut().reset(in_ms(50_000 - 1_000 * i));
+        }
+    });
+    assert_eq!(ten, (1, 0, 1, 10));
+
+    // Fired, then re-armed by a reset: a second registration, and a second fire.
+    let rearmed = counts(async move {
+        let mut timer = pin!(sleep(Duration::from_millis(1)));
+        timer.as_mut().await;
+        timer.as_mut().reset(in_ms(3));
+        timer.await;
+    });
+    assert_eq!(rearmed, (2, 2, 0, 1));
 }
 
 #[test]

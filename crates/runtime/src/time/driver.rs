@@ -402,6 +402,11 @@ impl Driver {
     /// Moves an entry of shard `shard` to `tick` under its lock (an earlier deadline, or
     /// re-arming a fired one). A tick already passed (`due`, or behind the wheel) fires it at
     /// once, waking its waker.
+    ///
+    /// In the metrics, a move of a linked entry is neither a registration nor a fire, unless
+    /// it fires the entry at once, which counts as the fire of the registered timer (with no
+    /// lateness: it fired at its reset, not at a tick); re-arming a fired entry counts as a
+    /// registration. So `registered` stays `fired + cancelled + live`.
     pub(crate) fn reregister(
         &self,
         node: Pin<&Node<TimerShared>>,
@@ -413,7 +418,7 @@ impl Driver {
         let shared = node.value();
         let mut inner = shard.inner.lock();
         // SAFETY: as in `register`.
-        unsafe { inner.wheel.remove(node) };
+        let was_linked = unsafe { inner.wheel.remove(node) };
         if inner.shutdown {
             shared.state.store(SHUTDOWN, Ordering::Release);
             return;
@@ -423,6 +428,9 @@ impl Driver {
             let waker = shared.waker.take();
             shared.state.store(FIRED, Ordering::Release);
             drop(inner);
+            if was_linked {
+                self.metrics.add(|m| &m.fired, 1);
+            }
             if let Some(waker) = waker {
                 waker.wake();
             }
@@ -432,7 +440,9 @@ impl Driver {
         // SAFETY: as in `register`.
         unsafe { inner.wheel.insert(node, tick) };
         self.link_done(shard, inner, tick);
-        self.metrics.add(|m| &m.registered, 1);
+        if !was_linked {
+            self.metrics.add(|m| &m.registered, 1);
+        }
     }
 
     /// After linking a node at `tick` in `shard`, whose lock `inner` is: lowers the shard's
