@@ -87,41 +87,21 @@ impl Args {
             .map(ToString::to_string)
             .unwrap_or_default();
         match name.as_str() {
-            "flavor" => {
-                if self.flavor.is_some() {
-                    return Err(duplicate(path, &name));
-                }
-                let value = value_of(meta, "flavor = \"multi_thread\"")?;
-                self.flavor = Some(flavor(value)?);
-            }
-            "worker_threads" => {
-                if self.worker_threads.is_some() {
-                    return Err(duplicate(path, &name));
-                }
-                let value = value_of(meta, "worker_threads = 2")?;
-                self.worker_threads = Some(worker_threads(value)?);
-            }
-            "start_paused" => {
-                if self.start_paused.is_some() {
-                    return Err(duplicate(path, &name));
-                }
-                let value = value_of(meta, "start_paused = true")?;
-                self.start_paused = Some(start_paused(value)?);
-            }
-            "name" => {
-                if self.name.is_some() {
-                    return Err(duplicate(path, &name));
-                }
-                let value = value_of(meta, "name = \"ingest\"")?;
-                self.name = Some(runtime_name(value)?);
-            }
-            "crate" => {
-                if self.krate.is_some() {
-                    return Err(duplicate(path, &name));
-                }
-                let value = value_of(meta, "crate = \"escapement\"")?;
-                self.krate = Some(crate_path(value)?);
-            }
+            "flavor" => set_once(&mut self.flavor, meta, "flavor = \"multi_thread\"", flavor),
+            "worker_threads" => set_once(
+                &mut self.worker_threads,
+                meta,
+                "worker_threads = 2",
+                worker_threads,
+            ),
+            "start_paused" => set_once(
+                &mut self.start_paused,
+                meta,
+                "start_paused = true",
+                start_paused,
+            ),
+            "name" => set_once(&mut self.name, meta, "name = \"ingest\"", runtime_name),
+            "crate" => set_once(&mut self.krate, meta, "crate = \"escapement\"", crate_path),
             _ => {
                 let shown = path.to_token_stream().to_string();
                 let message = format!(
@@ -129,16 +109,31 @@ impl Args {
                      `name` or `crate`",
                     shown.replace(' ', "")
                 );
-                return Err(syn::Error::new_spanned(path, message));
+                Err(syn::Error::new_spanned(path, message))
             }
         }
-        Ok(())
     }
 }
 
-/// The error for a name given twice, spanned at its second occurrence.
-fn duplicate(path: &syn::Path, name: &str) -> syn::Error {
-    syn::Error::new_spanned(path, format!("duplicate argument `{name}`"))
+/// Records `name = value` in `slot`, read by `parse`: an error if the name was given
+/// before (spanned at this second occurrence), if it has no value (`example` shows one), or
+/// if `parse` rejects the value.
+fn set_once<T>(
+    slot: &mut Option<T>,
+    meta: &Meta,
+    example: &str,
+    parse: impl FnOnce(&Expr) -> syn::Result<T>,
+) -> syn::Result<()> {
+    if slot.is_some() {
+        let path = meta.path();
+        let name = path.to_token_stream().to_string();
+        return Err(syn::Error::new_spanned(
+            path,
+            format!("duplicate argument `{name}`"),
+        ));
+    }
+    *slot = Some(parse(value_of(meta, example)?)?);
+    Ok(())
 }
 
 /// The value of `name = value`; a bare `name` or `name(...)` is an error.
