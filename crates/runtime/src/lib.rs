@@ -32,7 +32,7 @@ mod loom;
 pub mod loom_api;
 mod metrics;
 mod park;
-mod runtime;
+pub mod runtime;
 mod scheduler;
 mod sync;
 pub mod task;
@@ -40,7 +40,8 @@ pub mod time;
 mod util;
 
 pub use metrics::{LatenessHistogram, RuntimeMetrics};
-pub use runtime::{spawn, Builder, EnterGuard, Handle, Runtime, TryCurrentError};
+pub use runtime::{Builder, EnterGuard, Handle, Runtime, TryCurrentError};
+pub use task::spawn;
 
 /// The README's Rust examples, compiled and run as doctests so they stay true.
 #[cfg(doctest)]

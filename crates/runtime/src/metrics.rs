@@ -196,6 +196,8 @@ pub(crate) struct Totals {
 #[derive(Clone)]
 pub struct RuntimeMetrics {
     pub(crate) workers: usize,
+    pub(crate) alive_tasks: usize,
+    pub(crate) global_queue_depth: usize,
     pub(crate) live_timers: usize,
     pub(crate) cascades: u64,
     pub(crate) totals: TotalsSnapshot,
@@ -228,6 +230,31 @@ impl RuntimeMetrics {
     /// Worker threads.
     pub fn workers(&self) -> usize {
         self.workers
+    }
+
+    /// Worker threads: [`workers`](Self::workers), under tokio's name.
+    pub fn num_workers(&self) -> usize {
+        self.workers
+    }
+
+    /// Tasks spawned and not yet finished (completed, panicked or cancelled), as tokio counts
+    /// them: blocking closures are not among them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = escapement::Runtime::new().unwrap();
+    /// let _task = rt.spawn(std::future::pending::<()>());
+    /// assert_eq!(rt.metrics().num_alive_tasks(), 1);
+    /// ```
+    pub fn num_alive_tasks(&self) -> usize {
+        self.alive_tasks
+    }
+
+    /// Tasks waiting in the runtime's global queue, where tasks spawned or woken from outside
+    /// a worker go before a worker takes them.
+    pub fn global_queue_depth(&self) -> usize {
+        self.global_queue_depth
     }
 
     /// Timers linked into the wheel now: registered, not yet fired or cancelled.
@@ -282,6 +309,8 @@ impl fmt::Debug for RuntimeMetrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RuntimeMetrics")
             .field("workers", &self.workers)
+            .field("alive_tasks", &self.alive_tasks)
+            .field("global_queue_depth", &self.global_queue_depth)
             .field("live_timers", &self.live_timers)
             .field("timers_registered", &self.timers_registered())
             .field("timers_fired", &self.timers_fired())

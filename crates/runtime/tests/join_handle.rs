@@ -169,7 +169,7 @@ fn a_non_string_payload_is_kept_and_can_be_resumed() {
 #[test]
 fn task_ids_are_unique() {
     let rt = running(2);
-    let mut ids: Vec<u64> = (0..50)
+    let mut ids: Vec<escapement::task::Id> = (0..50)
         .map(|_| {
             let task = rt.spawn(pending::<()>());
             task.abort();

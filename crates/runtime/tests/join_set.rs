@@ -3,8 +3,8 @@
 //! set or through a handle, dropping the set aborting what is left, `detach_all` letting tasks
 //! run on, `shutdown`, `join_all` and the panic it resumes, `try_join_next` (which keeps the
 //! wake-up a pending `poll_join_next` asked for), cancel safety of
-//! `join_next`, blocking tasks, spawning on a handle from outside, and building a set from an
-//! iterator.
+//! `join_next`, blocking tasks, spawning on a handle from outside, building a set from an
+//! iterator and extending it, and the joins that return each task's id beside its output.
 
 mod support;
 
@@ -320,4 +320,57 @@ fn try_join_next_keeps_the_wake_up_a_pending_poll_join_next_asked_for() {
         "the task was woken when its set's task finished"
     );
     drop(joined);
+}
+
+#[test]
+fn joins_with_ids_name_the_task_each_output_came_from() {
+    paused(2).block_on(async {
+        let mut set = JoinSet::new();
+        let slow = set.spawn(after(20, 2)).id();
+        let fast = set.spawn(after(10, 1)).id();
+        let failing = set
+            .spawn(async {
+                sleep(Duration::from_millis(30)).await;
+                panic!("on purpose")
+            })
+            .id();
+        assert_eq!(set.join_next_with_id().await.unwrap().unwrap(), (fast, 1));
+        assert_eq!(set.join_next_with_id().await.unwrap().unwrap(), (slow, 2));
+        let error = set.join_next_with_id().await.unwrap().unwrap_err();
+        assert!(error.is_panic());
+        assert_eq!(error.id(), failing);
+        assert!(set.join_next_with_id().await.is_none());
+    });
+}
+
+#[test]
+fn try_join_next_with_id_takes_only_what_has_finished() {
+    paused(1).block_on(async {
+        let mut set = JoinSet::new();
+        let quick = set.spawn(async { 1 }).id();
+        set.spawn(after(50, 2));
+        // The body keeps polling, so the paused clock stays where it is and `after` sleeps.
+        let first = loop {
+            if let Some(joined) = set.try_join_next_with_id() {
+                break joined;
+            }
+            escapement::task::yield_now().await;
+        };
+        assert_eq!(first.unwrap(), (quick, 1));
+        assert!(
+            set.try_join_next_with_id().is_none(),
+            "the other still sleeps"
+        );
+        assert_eq!(set.len(), 1);
+    });
+}
+
+#[test]
+fn a_set_extends_with_more_futures() {
+    paused(2).block_on(async {
+        let mut set: JoinSet<u64> = [after(30, 3), after(10, 1)].into_iter().collect();
+        set.extend([after(20, 2), after(40, 4)]);
+        assert_eq!(set.len(), 4);
+        assert_eq!(set.join_all().await, [1, 2, 3, 4]);
+    });
 }

@@ -11,7 +11,8 @@ use std::fmt::Debug;
 use std::future::Ready;
 use std::panic::{RefUnwindSafe, UnwindSafe};
 
-use escapement::task::{AbortHandle, JoinSet, Unconstrained};
+use escapement::runtime::RuntimeFlavor;
+use escapement::task::{AbortHandle, Id, JoinSet, Unconstrained};
 use escapement::time::error::Elapsed;
 use escapement::time::{Advance, Instant, Interval, MissedTickBehavior, Sleep, Timeout};
 use escapement::{Builder, EnterGuard, Handle, JoinError, JoinHandle, Runtime, TryCurrentError};
@@ -38,6 +39,8 @@ fn auto_traits_match_tokio() {
     send_sync::<Instant>();
     send_sync::<Advance>();
     send_sync::<Unconstrained<Ready<()>>>();
+    send_sync::<Id>();
+    send_sync::<RuntimeFlavor>();
     unpin::<Interval>();
     unpin::<JoinHandle<()>>();
     unpin::<Instant>();
@@ -54,6 +57,7 @@ fn handles_are_unwind_safe_as_tokios() {
     unwind_safe::<JoinSet<String>>();
     unwind_safe::<Instant>();
     unwind_safe::<Elapsed>();
+    unwind_safe::<Id>();
 }
 
 #[test]
@@ -134,6 +138,8 @@ fn every_public_type_is_debug() {
     debug::<Instant>();
     debug::<Elapsed>();
     debug::<Advance>();
+    debug::<Id>();
+    debug::<RuntimeFlavor>();
 }
 
 #[test]

@@ -25,10 +25,18 @@ thread_local_const! {
 /// Runs `f` with the current runtime's handle, if the thread is in one.
 #[inline]
 pub(crate) fn with_handle<R>(f: impl FnOnce(&Handle) -> R) -> Option<R> {
+    try_with_handle(f).ok().flatten()
+}
+
+/// The thread is exiting and its context is gone.
+pub(crate) struct Destroyed;
+
+/// [`with_handle`], telling a thread in no runtime from one whose context is gone.
+#[inline]
+pub(crate) fn try_with_handle<R>(f: impl FnOnce(&Handle) -> R) -> Result<Option<R>, Destroyed> {
     CURRENT
         .try_with(|current| current.borrow().as_ref().map(f))
-        .ok()
-        .flatten()
+        .map_err(|_| Destroyed)
 }
 
 /// Makes `handle` current until the guard drops, restoring what was current before. Guards

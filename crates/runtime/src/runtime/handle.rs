@@ -64,7 +64,11 @@ impl Handle {
     /// [`TryCurrentError`] when the thread is not in a runtime: not a worker, not inside
     /// `block_on`, and under no [`enter`](Handle::enter) guard.
     pub fn try_current() -> Result<Handle, TryCurrentError> {
-        context::with_handle(Handle::clone).ok_or(TryCurrentError(()))
+        match context::try_with_handle(Handle::clone) {
+            Ok(Some(handle)) => Ok(handle),
+            Ok(None) => Err(TryCurrentError { destroyed: false }),
+            Err(context::Destroyed) => Err(TryCurrentError { destroyed: true }),
+        }
     }
 
     /// The current handle, or a panic naming `what` needed it.
@@ -205,11 +209,33 @@ impl Handle {
         self.shared.name.as_deref()
     }
 
+    /// The kind of runtime this is: always [`RuntimeFlavor::MultiThread`], whatever the
+    /// builder, since every escapement runtime runs its tasks on worker threads of its own.
+    /// A runtime from [`Builder::new_current_thread`](crate::Builder::new_current_thread)
+    /// has one such worker; its tasks must be `Send`, as on any multi-threaded runtime.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use escapement::runtime::{Builder, RuntimeFlavor};
+    ///
+    /// let rt = Builder::new_current_thread().build().unwrap();
+    /// assert_eq!(rt.handle().runtime_flavor(), RuntimeFlavor::MultiThread);
+    /// ```
+    pub fn runtime_flavor(&self) -> RuntimeFlavor {
+        RuntimeFlavor::MultiThread
+    }
+
     /// A snapshot of the runtime's timer metrics; see [`RuntimeMetrics`].
     ///
     /// [`RuntimeMetrics`]: crate::RuntimeMetrics
     pub fn metrics(&self) -> crate::RuntimeMetrics {
-        self.driver().metrics_snapshot(self.shared.remotes.len())
+        let shared = &self.shared;
+        self.driver().metrics_snapshot(
+            shared.remotes.len(),
+            shared.owned.len(),
+            shared.injector.len(),
+        )
     }
 
     pub(crate) fn driver(&self) -> &Driver {
@@ -245,6 +271,17 @@ fn outside_runtime(what: &str) -> ! {
     )
 }
 
+/// The kinds of runtime, as tokio names them; see [`Handle::runtime_flavor`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RuntimeFlavor {
+    /// Tasks run on the thread that calls `block_on`. Escapement has no such runtime; the
+    /// name is here so that code matching on tokio's flavors ports.
+    CurrentThread,
+    /// Tasks run on worker threads of the runtime's own: every escapement runtime.
+    MultiThread,
+}
+
 /// Keeps a runtime current on this thread; see [`Handle::enter`]. Guards must be dropped in
 /// the reverse order they were made.
 #[must_use = "the runtime is current only while the guard lives"]
@@ -261,11 +298,36 @@ impl fmt::Debug for EnterGuard<'_> {
 
 /// The thread is in no runtime; returned by [`Handle::try_current`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TryCurrentError(());
+pub struct TryCurrentError {
+    /// The thread is exiting and its thread-locals are gone, so whether it was in a runtime
+    /// cannot be read.
+    destroyed: bool,
+}
+
+impl TryCurrentError {
+    /// Whether the thread is simply in no runtime: not a worker, not inside `block_on`, and
+    /// under no [`Handle::enter`] guard.
+    pub fn is_missing_context(&self) -> bool {
+        !self.destroyed
+    }
+
+    /// Whether the question was asked while the thread was exiting, from the destructor of a
+    /// thread-local, after the runtime's own thread-locals were gone.
+    pub fn is_thread_local_destroyed(&self) -> bool {
+        self.destroyed
+    }
+}
 
 impl fmt::Display for TryCurrentError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("this thread is not in an escapement runtime")
+        if self.destroyed {
+            f.write_str(
+                "the current escapement runtime cannot be read: the thread is exiting and \
+                 its thread-locals are gone",
+            )
+        } else {
+            f.write_str("this thread is not in an escapement runtime")
+        }
     }
 }
 

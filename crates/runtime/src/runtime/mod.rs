@@ -1,4 +1,6 @@
-//! The runtime: [`Runtime`], its [`Builder`], its [`Handle`], and [`spawn`].
+//! The runtime: [`Runtime`], its [`Builder`] and its [`Handle`], at the paths tokio's
+//! `runtime` module gives them, so `use tokio::runtime::Runtime` ports by changing the crate's
+//! name. All but [`RuntimeFlavor`] are also at the crate root.
 
 mod builder;
 pub(crate) mod context;
@@ -6,34 +8,8 @@ mod handle;
 #[allow(clippy::module_inception)]
 mod runtime;
 
-use std::future::Future;
-
 pub use builder::Builder;
-pub use handle::{EnterGuard, Handle, TryCurrentError};
+pub use handle::{EnterGuard, Handle, RuntimeFlavor, TryCurrentError};
 pub use runtime::Runtime;
 
-use crate::JoinHandle;
-
-/// Spawns a task onto the current runtime.
-///
-/// # Examples
-///
-/// ```
-/// # let rt = escapement::Runtime::new().unwrap();
-/// rt.block_on(async {
-///     let task = escapement::spawn(async { "hello" });
-///     assert_eq!(task.await.unwrap(), "hello");
-/// });
-/// ```
-///
-/// # Panics
-///
-/// If called outside a runtime; use [`Handle::spawn`] there.
-#[track_caller]
-pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
-where
-    F: Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    Handle::current_for("escapement::spawn").spawn(future)
-}
+pub use crate::metrics::{LatenessHistogram, RuntimeMetrics};

@@ -64,6 +64,9 @@ mod imp {
         pub(crate) fn is_empty(&self) -> bool {
             self.0.lock().is_empty()
         }
+        pub(crate) fn len(&self) -> usize {
+            self.0.lock().len()
+        }
     }
 
     pub(crate) struct Local<T>(Arc<Mutex<VecDeque<T>>>);

@@ -4,6 +4,7 @@ use std::fmt;
 use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::ptr::NonNull;
 
+use super::id::Id;
 use super::raw::Header;
 
 /// A permission to cancel a spawned task, without the right to await its output.
@@ -65,8 +66,8 @@ impl AbortHandle {
     }
 
     /// The task's id, as [`JoinError::id`](crate::JoinError::id) reports it.
-    pub fn id(&self) -> u64 {
-        self.header().id
+    pub fn id(&self) -> Id {
+        Id::new(self.header().id)
     }
 }
 

@@ -4,6 +4,7 @@ use std::any::Any;
 use std::fmt;
 use std::io;
 
+use super::id::Id;
 use crate::util::SyncWrapper;
 
 /// A task ended without an output: it was cancelled (by [`abort`](crate::JoinHandle::abort)
@@ -79,14 +80,14 @@ impl JoinError {
 
     /// The runtime's id of the task, unique among its tasks: the one
     /// [`JoinHandle::id`](crate::JoinHandle::id) gave.
-    pub fn id(&self) -> u64 {
-        self.id
+    pub fn id(&self) -> Id {
+        Id::new(self.id)
     }
 
     /// The task's id: [`id`](JoinError::id), under its earlier name.
     #[deprecated(note = "renamed `id`, as tokio names it")]
-    pub fn task_id(&self) -> u64 {
-        self.id
+    pub fn task_id(&self) -> Id {
+        self.id()
     }
 }
 

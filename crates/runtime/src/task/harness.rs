@@ -152,6 +152,12 @@ where
 
     /// Polls the future, storing its output (or its panic) when it finishes.
     fn poll_future(&self, cx: &mut Context<'_>) -> Poll<()> {
+        // As the task: the poll, and the drop of its future when it ends.
+        super::id::run_as(self.cell().header.id, || self.poll_future_as_task(cx))
+    }
+
+    /// [`poll_future`](Self::poll_future)'s work, run with the task's id set.
+    fn poll_future_as_task(&self, cx: &mut Context<'_>) -> Poll<()> {
         let stage = &self.cell().stage;
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
             stage.with_mut(|stage| {
@@ -182,7 +188,11 @@ where
     /// Drops the future of a cancelled task and stores the cancellation.
     fn cancel_future(&self) {
         let id = self.cell().header.id;
-        let error = match panic::catch_unwind(AssertUnwindSafe(|| self.drop_stage_unguarded())) {
+        // As the task, so its future's destructor sees its id.
+        let dropped = super::id::run_as(id, || {
+            panic::catch_unwind(AssertUnwindSafe(|| self.drop_stage_unguarded()))
+        });
+        let error = match dropped {
             Ok(()) => JoinError::cancelled(id),
             Err(panic) => JoinError::panic(id, panic),
         };

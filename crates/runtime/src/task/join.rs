@@ -11,6 +11,7 @@ use std::task::{Context, Poll, Waker};
 use super::abort::AbortHandle;
 use super::coop;
 use super::error::JoinError;
+use super::id::Id;
 use super::raw::Header;
 
 /// An owned permission to await a spawned task's output.
@@ -104,8 +105,8 @@ impl<T> JoinHandle<T> {
     }
 
     /// The task's id, as [`JoinError::id`] reports it: unique among the runtime's tasks.
-    pub fn id(&self) -> u64 {
-        self.header().id
+    pub fn id(&self) -> Id {
+        Id::new(self.header().id)
     }
 }
 

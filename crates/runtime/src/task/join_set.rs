@@ -15,7 +15,7 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use slab::Slab;
 
-use super::{coop, AbortHandle, JoinError, JoinHandle};
+use super::{coop, AbortHandle, Id, JoinError, JoinHandle};
 use crate::loom::{Mutex, WakeArc};
 use crate::runtime::Handle;
 use crate::sync::AtomicWaker;
@@ -206,12 +206,43 @@ impl<T: Send + 'static> JoinSet<T> {
         poll_fn(|cx| self.poll_join_next(cx)).await
     }
 
+    /// [`join_next`](Self::join_next), with the finished task's [`Id`] beside its output (a
+    /// [`JoinError`] carries it already).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # escapement::Runtime::new().unwrap().block_on(async {
+    /// use escapement::task::JoinSet;
+    ///
+    /// let mut set = JoinSet::new();
+    /// let id = set.spawn(async { "done" }).id();
+    /// assert_eq!(set.join_next_with_id().await.unwrap().unwrap(), (id, "done"));
+    /// # });
+    /// ```
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`join_next`](Self::join_next).
+    pub async fn join_next_with_id(&mut self) -> Option<Result<(Id, T), JoinError>> {
+        poll_fn(|cx| self.poll_join_next_with_id(cx)).await
+    }
+
     /// The output of a task that has already finished, if any, without waiting; `None` when
     /// no task has finished (or the set is empty).
     pub fn try_join_next(&mut self) -> Option<Result<T, JoinError>> {
         // Outside the cooperative budget: a call that cannot wait must not miss a finished
         // task for want of it. And with no waker, so the one a pending `poll_join_next` left
         // stays registered.
+        match self.poll_finished(None) {
+            Poll::Ready(result) => result.map(without_id),
+            Poll::Pending => None,
+        }
+    }
+
+    /// [`try_join_next`](Self::try_join_next), with the finished task's [`Id`] beside its
+    /// output.
+    pub fn try_join_next_with_id(&mut self) -> Option<Result<(Id, T), JoinError>> {
         match self.poll_finished(None) {
             Poll::Ready(result) => result,
             Poll::Pending => None,
@@ -225,6 +256,16 @@ impl<T: Send + 'static> JoinSet<T> {
     /// An output handed out spends a unit of the task's cooperative budget; with none left,
     /// this wakes `cx` and returns `Pending` (see [`unconstrained`](crate::task::unconstrained)).
     pub fn poll_join_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, JoinError>>> {
+        self.poll_join_next_with_id(cx)
+            .map(|result| result.map(without_id))
+    }
+
+    /// [`poll_join_next`](Self::poll_join_next), with the finished task's [`Id`] beside its
+    /// output.
+    pub fn poll_join_next_with_id(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<(Id, T), JoinError>>> {
         if self.entries.is_empty() {
             return Poll::Ready(None);
         }
@@ -239,7 +280,7 @@ impl<T: Send + 'static> JoinSet<T> {
     /// [`poll_join_next`](Self::poll_join_next) without the budget (the tasks' handles are
     /// polled with their entries' wakers, which requeue them, so a handle that returned
     /// `Pending` for want of budget would come straight back), registering `waker` if given.
-    fn poll_finished(&mut self, waker: Option<&Waker>) -> Poll<Option<Result<T, JoinError>>> {
+    fn poll_finished(&mut self, waker: Option<&Waker>) -> Poll<Option<Result<(Id, T), JoinError>>> {
         if self.entries.is_empty() {
             return Poll::Ready(None);
         }
@@ -256,8 +297,8 @@ impl<T: Send + 'static> JoinSet<T> {
             };
             let mut task_cx = Context::from_waker(&entry.waker);
             if let Poll::Ready(output) = entry.handle.poll_unconstrained(&mut task_cx) {
-                self.entries.remove(key);
-                return Poll::Ready(Some(output));
+                let task = self.entries.remove(key).handle.id();
+                return Poll::Ready(Some(output.map(|output| (task, output))));
             }
         }
     }
@@ -323,6 +364,24 @@ impl<T> fmt::Debug for JoinSet<T> {
     }
 }
 
+impl<T, F> Extend<F> for JoinSet<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    /// Spawns every future on the current runtime and adds it to the set.
+    ///
+    /// # Panics
+    ///
+    /// If called outside a runtime.
+    #[track_caller]
+    fn extend<I: IntoIterator<Item = F>>(&mut self, futures: I) {
+        for future in futures {
+            self.spawn(future);
+        }
+    }
+}
+
 impl<T, F> FromIterator<F> for JoinSet<T>
 where
     F: Future<Output = T> + Send + 'static,
@@ -336,9 +395,12 @@ where
     #[track_caller]
     fn from_iter<I: IntoIterator<Item = F>>(futures: I) -> JoinSet<T> {
         let mut set = JoinSet::new();
-        for future in futures {
-            set.spawn(future);
-        }
+        set.extend(futures);
         set
     }
+}
+
+/// A join's output without the task's id.
+fn without_id<T>(result: Result<(Id, T), JoinError>) -> Result<T, JoinError> {
+    result.map(|(_, output)| output)
 }

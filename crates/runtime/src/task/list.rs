@@ -48,6 +48,15 @@ impl<S: Schedule> OwnedTasks<S> {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// The tasks in the list, counted shard by shard (each under its lock, so the sum is of
+    /// moments a little apart).
+    pub(crate) fn len(&self) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| shard.lock().tasks.len())
+            .sum()
+    }
+
     fn shard(&self, id: u64) -> &Mutex<Shard<S>> {
         &self.shards[id as usize & (self.shards.len() - 1)]
     }

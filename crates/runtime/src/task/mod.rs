@@ -7,11 +7,13 @@ mod blocking;
 pub(crate) mod coop;
 mod error;
 mod harness;
+mod id;
 mod join;
 mod join_set;
 pub(crate) mod list;
 mod pool;
 mod raw;
+mod spawn;
 mod state;
 mod waker;
 mod yield_now;
@@ -26,13 +28,13 @@ pub use blocking::spawn_blocking;
 pub(crate) use blocking::{spawn_blocking_on, BlockingJob};
 pub use coop::{unconstrained, Unconstrained};
 pub use error::JoinError;
+pub use id::{id, try_id, Id};
 pub use join::JoinHandle;
 pub use join_set::JoinSet;
 pub(crate) use pool::{BlockingPool, Job};
 pub use yield_now::yield_now;
 
-#[doc(inline)]
-pub use crate::runtime::spawn;
+pub use spawn::spawn;
 
 use raw::{Cell, Header};
 

@@ -285,7 +285,14 @@ impl Driver {
     }
 
     /// A snapshot of the timer metrics.
-    pub(crate) fn metrics_snapshot(&self, workers: usize) -> RuntimeMetrics {
+    /// The timer counts, beside the scheduler's (`workers`, `alive_tasks`,
+    /// `global_queue_depth`), which the caller passes in.
+    pub(crate) fn metrics_snapshot(
+        &self,
+        workers: usize,
+        alive_tasks: usize,
+        global_queue_depth: usize,
+    ) -> RuntimeMetrics {
         let (mut live_timers, mut cascades) = (0, 0);
         for shard in self.shards.iter() {
             let inner = shard.inner.lock();
@@ -294,6 +301,8 @@ impl Driver {
         }
         RuntimeMetrics {
             workers,
+            alive_tasks,
+            global_queue_depth,
             live_timers,
             cascades,
             totals: self.metrics.sum().into(),

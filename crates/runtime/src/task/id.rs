@@ -1,0 +1,155 @@
+//! [`Id`]: a task's identity, and [`id`]/[`try_id`], which read the one of the task running
+//! on this thread.
+//!
+//! A runtime numbers its tasks from 1 as they are spawned (blocking closures included). The
+//! harness records the number in a thread-local around everything it runs of a task on the
+//! task's behalf: each poll, and the drop of the future when it completes, panics or is
+//! cancelled. The previous value comes back afterwards, on unwinding too. It is one store and
+//! one load of a thread-local per poll, beside the cooperative budget's.
+
+use std::cell::Cell;
+use std::fmt;
+use std::num::NonZeroU64;
+
+use crate::loom::thread_local_const;
+
+/// A task's id: unique among the tasks of its runtime, from the spawn until its handle (and
+/// every [`AbortHandle`](crate::task::AbortHandle)) is gone.
+///
+/// [`JoinHandle::id`](crate::JoinHandle::id), [`AbortHandle::id`](crate::task::AbortHandle::id)
+/// and [`JoinError::id`](crate::JoinError::id) give it from outside the task, [`id`] and
+/// [`try_id`] from inside. It prints as a number.
+///
+/// # Examples
+///
+/// ```
+/// # escapement::Runtime::new().unwrap().block_on(async {
+/// let task = escapement::spawn(async { escapement::task::id() });
+/// let outside = task.id();
+/// assert_eq!(task.await.unwrap(), outside);
+/// # });
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Id(NonZeroU64);
+
+impl Id {
+    /// The id numbered `raw`.
+    ///
+    /// # Panics
+    ///
+    /// If `raw` is zero: the runtime numbers its tasks from 1.
+    pub(crate) fn new(raw: u64) -> Id {
+        Id(NonZeroU64::new(raw).expect("task ids start at 1"))
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl fmt::Debug for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Id({})", self.0)
+    }
+}
+
+/// No task runs on the thread.
+const NONE: u64 = 0;
+
+thread_local_const! {
+    /// The number of the task the thread runs on its behalf, or [`NONE`].
+    static CURRENT: Cell<u64> = Cell::new(NONE);
+}
+
+/// Runs `f` as the task numbered `id`: [`try_id`] inside gives it. The previous value comes
+/// back afterwards, also when `f` panics.
+#[inline]
+pub(crate) fn run_as<R>(id: u64, f: impl FnOnce() -> R) -> R {
+    struct Restore(u64);
+
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = CURRENT.try_with(|current| current.set(self.0));
+        }
+    }
+
+    let previous = CURRENT.try_with(|current| current.replace(id)).ok();
+    let _restore = previous.map(Restore);
+    f()
+}
+
+/// The id of the task running on this thread.
+///
+/// Inside a task's future, its destructor (when the task completes or is cancelled), or a
+/// closure passed to [`spawn_blocking`](crate::task::spawn_blocking), this is the id its
+/// [`JoinHandle::id`](crate::JoinHandle::id) gives.
+///
+/// # Examples
+///
+/// ```
+/// use escapement::task;
+///
+/// # escapement::Runtime::new().unwrap().block_on(async {
+/// let blocking = task::spawn_blocking(task::id);
+/// let expected = blocking.id();
+/// assert_eq!(blocking.await.unwrap(), expected);
+/// # });
+/// ```
+///
+/// # Panics
+///
+/// If no task is running on the thread: outside the runtime, or directly in the future that
+/// `block_on` drives, which is not a task. [`try_id`] returns `None` there instead.
+#[track_caller]
+pub fn id() -> Id {
+    try_id().expect(
+        "escapement::task::id() must be called from inside a task (not from the future \
+         block_on drives, nor outside a runtime); try_id() returns None there",
+    )
+}
+
+/// The id of the task running on this thread, or `None` where no task is running: outside
+/// the runtime, or directly in the future that `block_on` drives.
+///
+/// # Examples
+///
+/// ```
+/// use escapement::task;
+///
+/// assert_eq!(task::try_id(), None);
+/// # escapement::Runtime::new().unwrap().block_on(async {
+/// let task = escapement::spawn(async { task::try_id() });
+/// let expected = task.id();
+/// assert_eq!(task.await.unwrap(), Some(expected));
+/// # });
+/// ```
+pub fn try_id() -> Option<Id> {
+    let raw = CURRENT.try_with(Cell::get).unwrap_or(NONE);
+    NonZeroU64::new(raw).map(Id)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_id_prints_as_its_number() {
+        let id = Id::new(42);
+        assert_eq!(id.to_string(), "42");
+        assert_eq!(format!("{id:?}"), "Id(42)");
+    }
+
+    #[test]
+    fn run_as_nests_and_restores_on_panic() {
+        assert_eq!(try_id(), None);
+        run_as(7, || {
+            assert_eq!(try_id(), Some(Id::new(7)));
+            let caught = std::panic::catch_unwind(|| run_as(9, || panic!("inner")));
+            assert!(caught.is_err());
+            assert_eq!(try_id(), Some(Id::new(7)));
+        });
+        assert_eq!(try_id(), None);
+    }
+}

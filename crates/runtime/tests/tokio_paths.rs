@@ -1,0 +1,124 @@
+//! Names a port from tokio reaches for, at tokio's paths: the `runtime` module with
+//! `Runtime`, `Builder`, `Handle`, `RuntimeFlavor` and `RuntimeMetrics`; the flavor a handle
+//! reports; what a `TryCurrentError` says about why there was no runtime; and the task counts
+//! of `RuntimeMetrics` (`num_workers`, `num_alive_tasks`, `global_queue_depth`).
+
+mod support;
+
+use std::sync::mpsc;
+
+use escapement::runtime::{Builder, Handle, Runtime, RuntimeFlavor, RuntimeMetrics};
+
+use support::wait_until;
+
+#[test]
+fn the_runtime_module_holds_tokios_names() {
+    let rt: Runtime = Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let handle: Handle = rt.handle().clone();
+    let metrics: RuntimeMetrics = handle.metrics();
+    assert_eq!(metrics.num_workers(), 2);
+    // The crate root names the same types.
+    let _: escapement::Runtime = rt;
+}
+
+#[test]
+fn every_runtime_is_multi_threaded() {
+    let current = Builder::new_current_thread().build().unwrap();
+    assert_eq!(
+        current.handle().runtime_flavor(),
+        RuntimeFlavor::MultiThread
+    );
+    let multi = Runtime::new().unwrap();
+    let inside = multi.block_on(async { Handle::current().runtime_flavor() });
+    assert_eq!(inside, RuntimeFlavor::MultiThread);
+}
+
+#[test]
+fn try_current_outside_a_runtime_is_missing_context() {
+    let error = Handle::try_current().unwrap_err();
+    assert!(error.is_missing_context());
+    assert!(!error.is_thread_local_destroyed());
+    assert_eq!(
+        error.to_string(),
+        "this thread is not in an escapement runtime"
+    );
+}
+
+/// Asks for the current runtime from its destructor, which a thread runs as it exits.
+struct AskOnExit(mpsc::Sender<(bool, bool)>);
+
+impl Drop for AskOnExit {
+    fn drop(&mut self) {
+        let error = Handle::try_current().expect_err("no runtime while the thread exits");
+        let _ = self.0.send((
+            error.is_missing_context(),
+            error.is_thread_local_destroyed(),
+        ));
+    }
+}
+
+thread_local! {
+    static ASK_ON_EXIT: std::cell::RefCell<Option<AskOnExit>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Thread-local destructors run in the reverse order the thread first touched them (glibc's
+/// `__cxa_thread_atexit_impl`): touching ours first makes it run after the runtime's.
+#[cfg(target_os = "linux")]
+#[test]
+fn try_current_as_a_thread_exits_tells_the_locals_are_gone() {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        ASK_ON_EXIT.with(|ask| *ask.borrow_mut() = Some(AskOnExit(tx)));
+        // Touches the runtime's thread-local, after ours.
+        assert!(Handle::try_current().is_err());
+    })
+    .join()
+    .unwrap();
+    let (missing, destroyed) = rx.recv().unwrap();
+    assert!(destroyed && !missing);
+}
+
+#[test]
+fn metrics_count_alive_tasks_and_the_global_queue() {
+    let rt = Builder::new().worker_threads(1).build().unwrap();
+    assert_eq!(rt.metrics().num_alive_tasks(), 0);
+    assert_eq!(rt.metrics().global_queue_depth(), 0);
+
+    // Hold the only worker, then spawn from outside: the spawns wait in the global queue.
+    let (release, held) = mpsc::channel::<()>();
+    let (started, worker_busy) = mpsc::channel();
+    let blocker = rt.spawn(async move {
+        started.send(()).unwrap();
+        held.recv().unwrap();
+    });
+    worker_busy.recv().unwrap();
+    let queued: Vec<_> = (0..3).map(|_| rt.spawn(async {})).collect();
+    let metrics = rt.metrics();
+    assert_eq!(metrics.num_alive_tasks(), 4);
+    assert_eq!(metrics.global_queue_depth(), 3);
+
+    release.send(()).unwrap();
+    rt.block_on(blocker).unwrap();
+    for task in queued {
+        rt.block_on(task).unwrap();
+    }
+    // A finished task leaves the count just after its handle sees it finish.
+    wait_until("every task has left the count", || {
+        rt.metrics().num_alive_tasks() == 0
+    });
+    assert_eq!(rt.metrics().global_queue_depth(), 0);
+}
+
+#[test]
+fn blocking_closures_are_not_alive_tasks() {
+    let rt = Builder::new().worker_threads(1).build().unwrap();
+    let (release, held) = mpsc::channel::<()>();
+    let blocking = rt.spawn_blocking(move || held.recv().unwrap());
+    assert_eq!(rt.metrics().num_alive_tasks(), 0);
+    release.send(()).unwrap();
+    rt.block_on(blocking).unwrap();
+}
