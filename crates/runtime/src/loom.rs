@@ -33,6 +33,32 @@ macro_rules! thread_local_const {
 
 pub(crate) use thread_local_const;
 
+/// The key of the thread-local behind a `task_local!` key: `std`'s in both builds.
+///
+/// [`__task_local_thread_local!`](crate::__task_local_thread_local) declares that
+/// thread-local in the crate that invokes `task_local!`, with `std::thread_local!`, whose key
+/// is a `const` that a `static` initializer can hold; loom's is a `static`, and no loom model
+/// uses task-locals.
+pub(crate) type TaskLocalKey<T> = std::thread::LocalKey<T>;
+
+/// Declares, in the crate that invokes `task_local!`, the thread-local that holds one
+/// task-local key's current value (`None` outside every scope), and evaluates to its
+/// [`TaskLocalKey`].
+///
+/// Exported for `task_local!`'s expansion only; it lives here because thread-locals are
+/// declared in this facade and nowhere else.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __task_local_thread_local {
+    ($t:ty) => {{
+        ::std::thread_local! {
+            static __ESCAPEMENT_TASK_LOCAL: ::core::cell::RefCell<::core::option::Option<$t>> =
+                const { ::core::cell::RefCell::new(::core::option::Option::None) };
+        }
+        __ESCAPEMENT_TASK_LOCAL
+    }};
+}
+
 #[cfg(not(loom))]
 mod imp {
     pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};

@@ -1,6 +1,8 @@
-//! Tasks: spawned futures, their handles, and the state machine that runs them.
+//! Tasks: spawned futures, their handles, and the state machine that runs them; and
+//! task-local storage ([`LocalKey`]).
 //!
-//! The design note of the state machine is in `state.rs`, that of the memory in `raw.rs`.
+//! The design note of the state machine is in `state.rs`, that of the memory in `raw.rs`,
+//! that of task-local storage in `task_local/mod.rs`.
 
 mod abort;
 mod blocking;
@@ -15,6 +17,7 @@ mod pool;
 mod raw;
 mod spawn;
 mod state;
+mod task_local;
 mod waker;
 mod yield_now;
 
@@ -32,9 +35,15 @@ pub use id::{id, try_id, Id};
 pub use join::JoinHandle;
 pub use join_set::JoinSet;
 pub(crate) use pool::{BlockingPool, Job};
+pub use task_local::{AccessError, LocalKey};
 pub use yield_now::yield_now;
 
 pub use spawn::spawn;
+
+/// The futures of this module that have a name of their own.
+pub mod futures {
+    pub use super::task_local::TaskLocalFuture;
+}
 
 use raw::{Cell, Header};
 
