@@ -12,7 +12,8 @@ use std::future::Ready;
 use std::panic::{RefUnwindSafe, UnwindSafe};
 
 use escapement::runtime::RuntimeFlavor;
-use escapement::task::{AbortHandle, Id, JoinSet, Unconstrained};
+use escapement::task::futures::TaskLocalFuture;
+use escapement::task::{AbortHandle, AccessError, Id, JoinSet, LocalKey, Unconstrained};
 use escapement::time::error::Elapsed;
 use escapement::time::{Advance, Instant, Interval, MissedTickBehavior, Sleep, Timeout};
 use escapement::{Builder, EnterGuard, Handle, JoinError, JoinHandle, Runtime, TryCurrentError};
@@ -41,6 +42,9 @@ fn auto_traits_match_tokio() {
     send_sync::<Unconstrained<Ready<()>>>();
     send_sync::<Id>();
     send_sync::<RuntimeFlavor>();
+    send_sync::<LocalKey<String>>();
+    send_sync::<TaskLocalFuture<String, Ready<()>>>();
+    send_sync::<AccessError>();
     unpin::<Interval>();
     unpin::<JoinHandle<()>>();
     unpin::<Instant>();
@@ -117,6 +121,7 @@ fn errors_are_std_errors() {
     error::<Elapsed>();
     error::<JoinError>();
     error::<TryCurrentError>();
+    error::<AccessError>();
 }
 
 #[test]
@@ -140,6 +145,9 @@ fn every_public_type_is_debug() {
     debug::<Advance>();
     debug::<Id>();
     debug::<RuntimeFlavor>();
+    debug::<LocalKey<String>>();
+    debug::<TaskLocalFuture<String, Ready<()>>>();
+    debug::<AccessError>();
 }
 
 #[test]
