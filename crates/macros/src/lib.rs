@@ -1,4 +1,5 @@
-//! The `#[escapement::main]` and `#[escapement::test]` attributes.
+//! The `#[escapement::main]` and `#[escapement::test]` attributes, and the expansion of
+//! `escapement::select!` (its design note is in `select.rs`).
 //!
 //! Use them through the `escapement` crate, which re-exports them: the code they generate
 //! names `::escapement`, and that is where they are documented with runnable examples (this
@@ -42,6 +43,7 @@ use proc_macro::TokenStream;
 
 mod args;
 mod entry;
+mod select;
 
 use entry::Entry;
 
@@ -61,4 +63,12 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
     Entry::Test.expand(args.into(), item.into()).into()
+}
+
+/// The expansion of `escapement::select!`, which forwards its input here behind the path of
+/// the `escapement` crate; use `select!` through `escapement`, which documents it.
+#[doc(hidden)]
+#[proc_macro]
+pub fn select_inner(input: TokenStream) -> TokenStream {
+    select::expand(input.into()).into()
 }

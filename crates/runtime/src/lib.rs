@@ -30,6 +30,7 @@ mod loom;
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_api;
+mod macros;
 mod metrics;
 mod park;
 pub mod runtime;
@@ -42,6 +43,14 @@ mod util;
 pub use metrics::{LatenessHistogram, RuntimeMetrics};
 pub use runtime::{Builder, EnterGuard, Handle, Runtime, TryCurrentError};
 pub use task::spawn;
+
+/// What the crate's macros expand to; not part of its API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::macros::select_start;
+    pub use escapement_macros::select_inner;
+    pub use futures_util::{join, try_join};
+}
 
 /// The README's Rust examples, compiled and run as doctests so they stay true.
 #[cfg(doctest)]

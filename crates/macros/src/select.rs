@@ -1,0 +1,379 @@
+//! `select!`: waits on several futures at once and runs the handler of the first one to
+//! complete whose output matches its pattern, with tokio's syntax and meaning.
+//!
+//! # Input
+//!
+//! `escapement::select!` forwards its tokens here behind the path of the `escapement` crate in
+//! parentheses, so the expansion names the runtime's support code however the crate is
+//! renamed:
+//!
+//! ```text
+//! ($crate) biased;                                     // optional: poll in order
+//!     PATTERN = FUTURE => HANDLER,                     // at most 64 branches
+//!     PATTERN = FUTURE, if PRECONDITION => HANDLER,
+//!     else => HANDLER                                  // optional
+//! ```
+//!
+//! # Expansion
+//!
+//! ```text
+//! {
+//!     enum Out<T0, T1, ..> { B0(T0), B1(T1), .., Disabled }
+//!     let out = {
+//!         let mut disabled: u64 = 0;                   // bit i: branch i is off
+//!         if !(PRECONDITION_i) { disabled |= 1 << i; } // every precondition, first
+//!         let mut future_i = pin!(into_future(FUTURE_i)); // then every future, in order
+//!         poll_fn(|cx| {
+//!             // From a random branch (the first one if `biased`), each branch still on:
+//!             //   poll it; if ready, match its output by reference against PATTERN_i
+//!             //   (without `mut` and `ref`): a match returns `Out::Bi(output)`, a
+//!             //   mismatch turns the branch off.
+//!             // `Out::Disabled` once every branch is off, else `Pending`.
+//!         }).await
+//!     };                                               // the futures drop here
+//!     match out {
+//!         Out::Bi(PATTERN_i) => HANDLER_i,
+//!         Out::Disabled => ELSE,                       // or panic, without `else`
+//!     }
+//! }
+//! ```
+//!
+//! - The handlers run after every future has dropped, outside the poll, so `return`, `?`,
+//!   `break` and `continue` in them act on the code around `select!`, and they may use what
+//!   the futures borrowed.
+//! - The futures are pinned on the stack with `core::pin::pin!`: no `unsafe`, no allocation.
+//! - The expansion's own names are `mixed_site`: user code can neither see nor shadow them.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote_spanned};
+use syn::parse::{Parse, ParseStream};
+use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
+use syn::{Expr, Pat, Token};
+
+/// The most branches one `select!` takes: the bits of its `u64` of disabled branches.
+const MAX_BRANCHES: usize = 64;
+
+/// One `PATTERN = FUTURE, if PRECONDITION => HANDLER` branch.
+struct Branch {
+    pattern: Pat,
+    future: Expr,
+    precondition: Option<Expr>,
+    handler: Expr,
+}
+
+/// A parsed `select!` invocation.
+struct Select {
+    /// The path of the `escapement` crate, as `$crate` gave it.
+    krate: TokenStream,
+    biased: bool,
+    branches: Vec<Branch>,
+    otherwise: Option<Expr>,
+}
+
+impl Parse for Select {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Select> {
+        let krate;
+        syn::parenthesized!(krate in input);
+        let krate: TokenStream = krate.parse()?;
+        let biased = input.peek(syn::Ident) && input.peek2(Token![;]) && {
+            let fork = input.fork();
+            fork.parse::<syn::Ident>()? == "biased"
+        };
+        if biased {
+            input.parse::<syn::Ident>()?;
+            input.parse::<Token![;]>()?;
+        }
+        let mut branches = Vec::new();
+        let mut otherwise = None;
+        while !input.is_empty() {
+            if input.peek(Token![else]) {
+                let keyword = input.parse::<Token![else]>()?;
+                input.parse::<Token![=>]>()?;
+                let handler = parse_handler(input)?;
+                if otherwise.replace(handler).is_some() {
+                    return Err(syn::Error::new(
+                        keyword.span,
+                        "`select!` takes at most one `else` branch",
+                    ));
+                }
+                continue;
+            }
+            let pattern = Pat::parse_multi_with_leading_vert(input)?;
+            input.parse::<Token![=]>()?;
+            let future = input.parse()?;
+            let precondition = if input.peek(Token![,]) && input.peek2(Token![if]) {
+                input.parse::<Token![,]>()?;
+                input.parse::<Token![if]>()?;
+                Some(input.parse()?)
+            } else {
+                None
+            };
+            input.parse::<Token![=>]>()?;
+            let handler = parse_handler(input)?;
+            branches.push(Branch {
+                pattern,
+                future,
+                precondition,
+                handler,
+            });
+        }
+        if branches.is_empty() {
+            return Err(
+                input.error("`select!` needs at least one `pattern = future => handler` branch")
+            );
+        }
+        if branches.len() > MAX_BRANCHES {
+            return Err(syn::Error::new(
+                branches[MAX_BRANCHES].pattern.span(),
+                format!("`select!` takes at most {MAX_BRANCHES} branches"),
+            ));
+        }
+        Ok(Select {
+            krate,
+            biased,
+            branches,
+            otherwise,
+        })
+    }
+}
+
+/// A handler and the `,` after it, which a block may leave out, as in a `match` arm (and
+/// with a `match` arm's boundary: `{ .. } (..)` is a block, then more tokens, not a call).
+fn parse_handler(input: ParseStream<'_>) -> syn::Result<Expr> {
+    let handler = Expr::parse_with_earlier_boundary_rule(input)?;
+    if input.is_empty() || input.parse::<Option<Token![,]>>()?.is_some() {
+        return Ok(handler);
+    }
+    if ends_in_block(&handler) {
+        Ok(handler)
+    } else {
+        Err(input.error("expected `,` after the branch's handler"))
+    }
+}
+
+/// Whether an expression ends in a block, so that a `,` after it may be left out.
+fn ends_in_block(expr: &Expr) -> bool {
+    matches!(
+        expr,
+        Expr::Block(_)
+            | Expr::If(_)
+            | Expr::Match(_)
+            | Expr::Loop(_)
+            | Expr::While(_)
+            | Expr::ForLoop(_)
+            | Expr::Unsafe(_)
+            | Expr::Async(_)
+            | Expr::Const(_)
+    )
+}
+
+/// Removes `mut` and `ref` from a pattern's bindings: the pattern is tried against a
+/// reference to the output first, where bindings borrow, and `mut` or `ref` there would
+/// move out of it or be refused.
+struct Clean;
+
+impl VisitMut for Clean {
+    fn visit_pat_ident_mut(&mut self, ident: &mut syn::PatIdent) {
+        ident.by_ref = None;
+        ident.mutability = None;
+        syn::visit_mut::visit_pat_ident_mut(self, ident);
+    }
+}
+
+/// Expands `select!`'s forwarded input, or gives its parse error as a `compile_error!`.
+pub(crate) fn expand(input: TokenStream) -> TokenStream {
+    match syn::parse2::<Select>(input) {
+        Ok(select) => select.expand(),
+        Err(error) => error.to_compile_error(),
+    }
+}
+
+impl Select {
+    fn expand(self) -> TokenStream {
+        let site = Span::mixed_site();
+        let krate = &self.krate;
+        let count = self.branches.len();
+        let out = syn::Ident::new("Out", site);
+        let output = syn::Ident::new("output", site);
+        let disabled = syn::Ident::new("disabled", site);
+        let cx = syn::Ident::new("cx", site);
+        let index = syn::Ident::new("index", site);
+        let first = syn::Ident::new("first", site);
+        let offset = syn::Ident::new("offset", site);
+        let variants: Vec<_> = (0..count)
+            .map(|i| format_ident!("B{i}", span = site))
+            .collect();
+        let types: Vec<_> = (0..count)
+            .map(|i| format_ident!("T{i}", span = site))
+            .collect();
+        let futures: Vec<_> = (0..count)
+            .map(|i| format_ident!("future{i}", span = site))
+            .collect();
+        let bits: Vec<_> = (0..count)
+            .map(|i| quote_spanned!(site=> 1u64 << #i))
+            .collect();
+        let all = if count == MAX_BRANCHES {
+            quote_spanned!(site=> u64::MAX)
+        } else {
+            quote_spanned!(site=> (1u64 << #count) - 1)
+        };
+        let count_u32 = count as u32;
+        let start = if self.biased {
+            quote_spanned!(site=> 0u32)
+        } else {
+            quote_spanned!(site=> #krate::__private::select_start(#count_u32))
+        };
+
+        let preconditions = self.branches.iter().zip(&bits).map(|(branch, bit)| {
+            branch.precondition.as_ref().map(|condition| {
+                quote_spanned!(site=> if !{ let enabled: bool = #condition; enabled } { #disabled |= #bit; })
+            })
+        });
+        let pins = self.branches.iter().zip(&futures).map(|(branch, future)| {
+            let expr = &branch.future;
+            quote_spanned!(site=>
+                let mut #future = ::core::pin::pin!(
+                    ::core::future::IntoFuture::into_future(#expr)
+                );
+            )
+        });
+        let polls = self.branches.iter().enumerate().map(|(i, branch)| {
+            let (future, variant, bit) = (&futures[i], &variants[i], &bits[i]);
+            let mut pattern = branch.pattern.clone();
+            Clean.visit_pat_mut(&mut pattern);
+            let i = i as u32;
+            quote_spanned! {site=>
+                #i => {
+                    if #disabled & #bit != 0 {
+                        continue;
+                    }
+                    let #output = match ::core::future::Future::poll(#future.as_mut(), #cx) {
+                        ::core::task::Poll::Ready(#output) => #output,
+                        ::core::task::Poll::Pending => continue,
+                    };
+                    match &#output {
+                        #[allow(unused_variables)]
+                        #pattern => {}
+                        #[allow(unreachable_patterns)]
+                        _ => {
+                            #disabled |= #bit;
+                            continue;
+                        }
+                    }
+                    return ::core::task::Poll::Ready(#out::#variant(#output));
+                }
+            }
+        });
+        let arms = self.branches.iter().enumerate().map(|(i, branch)| {
+            let (variant, pattern, handler) = (&variants[i], &branch.pattern, &branch.handler);
+            quote_spanned!(site=> #out::#variant(#pattern) => #handler,)
+        });
+        let otherwise = match &self.otherwise {
+            Some(handler) => quote_spanned!(site=> #handler),
+            None => quote_spanned!(site=> ::core::panic!(
+                "all branches are disabled and there is no else branch"
+            )),
+        };
+
+        quote_spanned! {site=> {
+            enum #out<#(#types,)*> {
+                #(#variants(#types),)*
+                Disabled,
+            }
+            let #output = {
+                let mut #disabled: u64 = 0;
+                #(#preconditions)*
+                #(#pins)*
+                ::core::future::poll_fn(|#cx: &mut ::core::task::Context<'_>| {
+                    let #first: u32 = #start;
+                    for #offset in 0..#count_u32 {
+                        // `first + offset` modulo the count, which a clippy lint would
+                        // flag in the caller's code for a single branch.
+                        let mut #index = #first + #offset;
+                        if #index >= #count_u32 {
+                            #index -= #count_u32;
+                        }
+                        match #index {
+                            #(#polls)*
+                            _ => ::core::unreachable!(),
+                        }
+                    }
+                    if #disabled == #all {
+                        ::core::task::Poll::Ready(#out::Disabled)
+                    } else {
+                        ::core::task::Poll::Pending
+                    }
+                })
+                .await
+            };
+            match #output {
+                #(#arms)*
+                #out::Disabled => #otherwise,
+                #[allow(unreachable_patterns)]
+                _ => ::core::unreachable!("select!: an output matched its pattern when polled"),
+            }
+        }}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    use super::*;
+
+    fn parse(tokens: TokenStream) -> syn::Result<Select> {
+        syn::parse2(tokens)
+    }
+
+    #[test]
+    fn branches_preconditions_and_else_parse() {
+        let select = parse(quote! {
+            (::escapement) biased;
+            Some(x) = a, if ready => x,
+            _ = b => { 1 }
+            else => 2,
+        })
+        .unwrap();
+        assert!(select.biased);
+        assert_eq!(select.branches.len(), 2);
+        assert!(select.branches[0].precondition.is_some());
+        assert!(select.branches[1].precondition.is_none());
+        assert!(select.otherwise.is_some());
+    }
+
+    #[test]
+    fn a_branch_named_biased_is_not_the_keyword() {
+        let select = parse(quote!((::escapement) biased = a => 1)).unwrap();
+        assert!(!select.biased);
+        assert_eq!(select.branches.len(), 1);
+    }
+
+    #[test]
+    fn mistakes_are_errors() {
+        let message = |tokens| parse(tokens).err().expect("an error").to_string();
+        assert!(message(quote!((::escapement))).contains("at least one"));
+        assert!(message(quote!((::escapement) else => 1)).contains("at least one"));
+        assert!(message(quote!((::escapement) _ = a => 1 else => 2)).contains("expected `,`"));
+        // A block ends its handler, as in a `match`: what follows is the next branch.
+        let select = parse(quote!((::escapement) _ = a => {} () = b => {})).unwrap();
+        assert_eq!(select.branches.len(), 2);
+        assert!(
+            message(quote!((::escapement) _ = a => 1, else => 2, else => 3))
+                .contains("at most one `else`")
+        );
+        let many: TokenStream = (0..65).map(|_| quote!(_ = a => 1,)).collect();
+        assert!(message(quote!((::escapement) #many)).contains("at most 64"));
+    }
+
+    #[test]
+    fn the_pattern_tried_by_reference_loses_mut_and_ref() {
+        let mut pattern: Pat = syn::parse_quote!((mut a, ref b, ref mut c @ Some(_)));
+        Clean.visit_pat_mut(&mut pattern);
+        assert_eq!(
+            quote!(#pattern).to_string(),
+            quote!((a, b, c @ Some(_))).to_string()
+        );
+    }
+}

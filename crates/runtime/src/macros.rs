@@ -1,0 +1,202 @@
+//! [`select!`](crate::select), [`join!`](crate::join) and [`try_join!`](crate::try_join):
+//! waiting on several futures at once inside one task, with tokio's syntax and meaning.
+//!
+//! `select!` is a procedural macro in `escapement-macros` (its design note is there), reached
+//! through a `macro_rules!` wrapper that hands it `$crate`, so that its expansion names this
+//! crate's support code whatever the crate is called where it is used. `join!` and
+//! `try_join!` wrap those of `futures-util`, which already have tokio's meaning.
+
+use std::cell::Cell;
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+
+use crate::loom::thread_local_const;
+
+/// Waits on several futures at once and runs the handler of the first to complete whose
+/// output matches its pattern; the other futures are dropped.
+///
+/// ```text
+/// select! {
+///     biased;                                         // optional: poll in order
+///     PATTERN = FUTURE => HANDLER,
+///     PATTERN = FUTURE, if PRECONDITION => HANDLER,   // at most 64 branches
+///     else => HANDLER,                                // optional
+/// }
+/// ```
+///
+/// Step by step, as tokio's:
+///
+/// 1. Every `PRECONDITION` is evaluated; a branch whose precondition is `false` is disabled.
+/// 2. Every `FUTURE` expression is evaluated, disabled branches' included (anything that
+///    implements `IntoFuture`), and pinned on the stack.
+/// 3. The enabled futures are polled, starting from a random branch each time the task is
+///    polled (from the first, in the order written, with `biased;`).
+/// 4. When one completes, its output is matched against its `PATTERN`. If it matches, every
+///    future is dropped and its `HANDLER` runs with the pattern's bindings; its value is the
+///    value of `select!`. If not, the branch is disabled and the others are polled on.
+/// 5. Once every branch is disabled, the `else` handler runs; without one, `select!`
+///    panics with "all branches are disabled and there is no else branch".
+///
+/// Handlers run after the futures are dropped, outside any poll, so `return`, `?`,
+/// `break` and `continue` in a handler act on the code around `select!`, and a handler may
+/// use what the futures borrowed. A handler that is a block may leave out the `,` after it.
+/// Nothing is allocated.
+///
+/// # Examples
+///
+/// A deadline on a loop that waits for messages:
+///
+/// ```
+/// use escapement::time::{sleep, Duration};
+///
+/// # escapement::Runtime::new().unwrap().block_on(async {
+/// let (tx, mut rx) = futures::channel::mpsc::unbounded::<u32>();
+/// escapement::spawn(async move {
+///     for n in 1..=3 {
+///         tx.unbounded_send(n).unwrap();
+///     }
+///     // `tx` stays alive: the stream never ends by itself.
+///     std::future::pending::<()>().await;
+/// });
+///
+/// let mut sum = 0;
+/// let mut deadline = std::pin::pin!(sleep(Duration::from_millis(50)));
+/// loop {
+///     escapement::select! {
+///         Some(n) = futures::StreamExt::next(&mut rx) => sum += n,
+///         _ = &mut deadline => break,
+///     }
+/// }
+/// assert_eq!(sum, 6);
+/// # });
+/// ```
+///
+/// A precondition and an `else`:
+///
+/// ```
+/// # escapement::Runtime::new().unwrap().block_on(async {
+/// let ready = false;
+/// let chosen = escapement::select! {
+///     n = async { 1 }, if ready => n,
+///     None = async { Some(2) } => 2,
+///     else => 0,
+/// };
+/// // The first branch is disabled by its precondition, the second by its pattern.
+/// assert_eq!(chosen, 0);
+/// # });
+/// ```
+///
+/// # Panics
+///
+/// When every branch is disabled and there is no `else` branch.
+///
+/// # Cancel safety
+///
+/// `select!` drops the futures of the branches it did not choose: whatever those futures had
+/// done is lost unless they are themselves cancel safe (as [`Sleep`](crate::time::Sleep),
+/// [`Interval::tick`](crate::time::Interval::tick) and
+/// [`JoinSet::join_next`](crate::task::JoinSet::join_next) are). In a loop, create a future
+/// that must keep its progress outside the loop and pass it as `&mut future`.
+#[macro_export]
+macro_rules! select {
+    ($($tokens:tt)*) => {
+        $crate::__private::select_inner!(($crate) $($tokens)*)
+    };
+}
+
+/// Waits for every future and returns their outputs as a tuple, in the order written.
+///
+/// The futures run concurrently inside the calling task (not in parallel: use
+/// [`spawn`](crate::spawn) for that). Each expression may be anything that implements
+/// `IntoFuture`.
+///
+/// # Examples
+///
+/// ```
+/// use escapement::time::{sleep, Duration, Instant};
+///
+/// # escapement::Builder::new().start_paused(true).build().unwrap().block_on(async {
+/// let start = Instant::now();
+/// let (a, b) = escapement::join!(
+///     async {
+///         sleep(Duration::from_millis(20)).await;
+///         "a"
+///     },
+///     async {
+///         sleep(Duration::from_millis(30)).await;
+///         "b"
+///     },
+/// );
+/// assert_eq!((a, b), ("a", "b"));
+/// // Concurrently: the longer sleep, not the sum.
+/// assert_eq!(start.elapsed(), Duration::from_millis(30));
+/// # });
+/// ```
+#[macro_export]
+macro_rules! join {
+    ($($tokens:tt)*) => {
+        $crate::__private::join!($($tokens)*)
+    };
+}
+
+/// Waits for every future, each returning a `Result` with the same error type, and returns
+/// `Ok` with their outputs as a tuple, or the first `Err` as soon as one comes; the other
+/// futures are then dropped.
+///
+/// # Examples
+///
+/// ```
+/// # escapement::Runtime::new().unwrap().block_on(async {
+/// let all: Result<(u8, u8), &str> = escapement::try_join!(async { Ok(1) }, async { Ok(2) });
+/// assert_eq!(all, Ok((1, 2)));
+///
+/// let failed: Result<(u8, u8), &str> = escapement::try_join!(
+///     async { Err("no") },
+///     std::future::pending::<Result<u8, &str>>(),
+/// );
+/// assert_eq!(failed, Err("no"));
+/// # });
+/// ```
+#[macro_export]
+macro_rules! try_join {
+    ($($tokens:tt)*) => {
+        $crate::__private::try_join!($($tokens)*)
+    };
+}
+
+thread_local_const! {
+    /// The state of the thread's generator of `select!` start branches; 0 until seeded.
+    static STATE: Cell<u32> = Cell::new(0);
+}
+
+/// The branch a non-`biased` `select!` of `branches` branches polls first: each in turn
+/// equally likely, so that no branch starves the others.
+pub fn select_start(branches: u32) -> u32 {
+    let mut x = STATE.try_with(Cell::get).unwrap_or(0);
+    if x == 0 {
+        // Seeded once per thread from std's per-thread random hasher keys; never zero.
+        x = RandomState::new().build_hasher().finish() as u32 | 1;
+    }
+    // xorshift32.
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    let _ = STATE.try_with(|state| state.set(x));
+    // The multiply-shift maps the 32 random bits onto 0..branches without a division.
+    ((u64::from(x) * u64::from(branches)) >> 32) as u32
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_start_comes_up() {
+        let mut seen = [0u32; 5];
+        for _ in 0..5_000 {
+            seen[select_start(5) as usize] += 1;
+        }
+        // About 1,000 each; a branch that never or rarely came up would starve.
+        assert!(seen.iter().all(|&n| n > 800), "{seen:?}");
+    }
+}

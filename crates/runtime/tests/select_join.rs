@@ -1,0 +1,251 @@
+//! `select!`, `join!` and `try_join!`: the first future to finish wins and the others drop;
+//! preconditions and refutable patterns disable branches; `else` runs once all are disabled,
+//! and without it `select!` panics; `biased;` polls in order while the default spreads the
+//! first poll over the branches; handlers run after the futures are dropped and their
+//! `return`, `?`, `break` and `continue` act on the code around; `mut` and `ref` bindings;
+//! `IntoFuture`; and `join!`/`try_join!` running their futures concurrently.
+
+mod support;
+
+use std::future::{pending, ready, Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use escapement::time::{sleep, Duration, Instant};
+
+use support::{paused, DropCounter};
+
+#[test]
+fn the_first_to_finish_wins_and_the_others_drop() {
+    paused(1).block_on(async {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let guard = DropCounter(dropped.clone());
+        let start = Instant::now();
+        let winner = escapement::select! {
+            _ = sleep(Duration::from_millis(30)) => "slow",
+            _ = sleep(Duration::from_millis(10)) => "fast",
+            _ = async move {
+                let _guard = guard;
+                pending::<()>().await
+            } => "never",
+        };
+        assert_eq!(winner, "fast");
+        assert_eq!(start.elapsed(), Duration::from_millis(10));
+        assert_eq!(dropped.load(Ordering::SeqCst), 1, "the losers are dropped");
+    });
+}
+
+#[test]
+fn a_refutable_pattern_that_fails_disables_its_branch() {
+    paused(1).block_on(async {
+        let value = escapement::select! {
+            Some(n) = async { None::<u32> } => n,
+            n = async {
+                sleep(Duration::from_millis(5)).await;
+                7
+            } => n + 100,
+        };
+        assert_eq!(value, 107);
+    });
+}
+
+#[test]
+fn else_runs_once_every_branch_is_disabled() {
+    paused(1).block_on(async {
+        let ran_future = Arc::new(AtomicUsize::new(0));
+        let polled = ran_future.clone();
+        let value = escapement::select! {
+            _ = async move { polled.fetch_add(1, Ordering::SeqCst); }, if false => 1,
+            Err(()) = async { Ok::<(), ()>(()) } => 2,
+            else => 3,
+        };
+        assert_eq!(value, 3);
+        assert_eq!(
+            ran_future.load(Ordering::SeqCst),
+            0,
+            "a disabled future is never polled"
+        );
+    });
+}
+
+#[test]
+#[should_panic(expected = "all branches are disabled and there is no else branch")]
+fn without_else_select_panics_once_every_branch_is_disabled() {
+    paused(1).block_on(async {
+        escapement::select! {
+            Some(()) = async { None } => {}
+            _ = ready(()), if false => {}
+        }
+    });
+}
+
+#[test]
+fn biased_polls_in_order() {
+    paused(1).block_on(async {
+        for _ in 0..50 {
+            let first = escapement::select! {
+                biased;
+                n = ready(1) => n,
+                n = ready(2) => n,
+                n = ready(3) => n,
+            };
+            assert_eq!(first, 1);
+        }
+    });
+}
+
+#[test]
+fn without_biased_every_ready_branch_gets_chosen() {
+    paused(1).block_on(async {
+        let mut chosen = [0u32; 3];
+        for _ in 0..300 {
+            let index = escapement::select! {
+                n = ready(0) => n,
+                n = ready(1) => n,
+                n = ready(2) => n,
+            };
+            chosen[index] += 1;
+        }
+        assert!(chosen.iter().all(|&n| n > 30), "{chosen:?}");
+    });
+}
+
+#[test]
+fn handlers_run_after_the_futures_drop_and_control_the_code_around() {
+    async fn first_error(values: &mut Vec<u32>) -> Result<u32, &'static str> {
+        let mut turns = 0;
+        loop {
+            turns += 1;
+            // The future borrows `values`; the handler may use it again.
+            let next = escapement::select! {
+                n = async { values.pop() } => n,
+            };
+            match next {
+                Some(0) => {
+                    escapement::select! {
+                        r = ready(Err("zero")) => r?,
+                    }
+                }
+                Some(n) if n % 2 == 0 => continue,
+                Some(_) => {}
+                None => {
+                    escapement::select! {
+                        _ = ready(()) => return Ok(turns),
+                    }
+                }
+            }
+            escapement::select! {
+                _ = ready(()) => {
+                    values.push(0);
+                    if turns > 10 {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(0)
+    }
+    paused(1).block_on(async {
+        assert_eq!(first_error(&mut vec![2, 4]).await, Ok(3));
+        assert_eq!(first_error(&mut vec![1]).await, Err("zero"));
+    });
+}
+
+#[test]
+fn mut_and_ref_bindings_and_into_future() {
+    struct Later(u32);
+
+    impl IntoFuture for Later {
+        type Output = Vec<u32>;
+        type IntoFuture = std::future::Ready<Vec<u32>>;
+
+        fn into_future(self) -> Self::IntoFuture {
+            ready(vec![self.0])
+        }
+    }
+
+    paused(1).block_on(async {
+        let grown = escapement::select! {
+            mut values = Later(1) => {
+                values.push(2);
+                values
+            }
+        };
+        assert_eq!(grown, [1, 2]);
+        let length = escapement::select! {
+            Some(ref text) = ready(Some(String::from("abc"))) => text.len(),
+        };
+        assert_eq!(length, 3);
+    });
+}
+
+/// Ready at its second poll, counting its polls.
+struct SecondPoll(Arc<AtomicUsize>);
+
+impl Future for SecondPoll {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    }
+}
+
+#[test]
+fn a_pending_branch_is_polled_again_when_woken() {
+    paused(1).block_on(async {
+        let polls = Arc::new(AtomicUsize::new(0));
+        escapement::select! {
+            () = SecondPoll(polls.clone()) => {}
+            () = pending::<()>() => unreachable!("never ready"),
+        }
+        assert_eq!(polls.load(Ordering::SeqCst), 2);
+    });
+}
+
+#[test]
+fn join_runs_its_futures_concurrently() {
+    paused(1).block_on(async {
+        let start = Instant::now();
+        let (a, b, c) = escapement::join!(
+            async {
+                sleep(Duration::from_millis(20)).await;
+                1
+            },
+            async {
+                sleep(Duration::from_millis(30)).await;
+                "two"
+            },
+            ready(3.0),
+        );
+        assert_eq!((a, b, c), (1, "two", 3.0));
+        assert_eq!(start.elapsed(), Duration::from_millis(30));
+    });
+}
+
+#[test]
+fn try_join_returns_the_first_error_without_waiting_for_the_rest() {
+    paused(1).block_on(async {
+        let start = Instant::now();
+        let result: Result<(u32, u32), &str> = escapement::try_join!(
+            async {
+                sleep(Duration::from_secs(3600)).await;
+                Ok(1)
+            },
+            async {
+                sleep(Duration::from_millis(5)).await;
+                Err("failed")
+            },
+        );
+        assert_eq!(result, Err("failed"));
+        assert_eq!(start.elapsed(), Duration::from_millis(5));
+        let both: Result<(u32, u32), &str> = escapement::try_join!(ready(Ok(1)), ready(Ok(2)));
+        assert_eq!(both, Ok((1, 2)));
+    });
+}
