@@ -42,7 +42,9 @@
 //!   `break` and `continue` in them act on the code around `select!`, and they may use what
 //!   the futures borrowed.
 //! - The futures are pinned on the stack with `core::pin::pin!`: no `unsafe`, no allocation.
-//! - The expansion's own names are `mixed_site`: user code can neither see nor shadow them.
+//! - The expansion's own variables are `mixed_site`: user code can neither see nor shadow
+//!   them. Its one item, the enum (`Out` above), cannot be hidden that way, so it has a name
+//!   no user type is expected to have, and user types named like its variants are untouched.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote_spanned};
@@ -168,9 +170,10 @@ fn ends_in_block(expr: &Expr) -> bool {
     )
 }
 
-/// Removes `mut` and `ref` from a pattern's bindings: the pattern is tried against a
-/// reference to the output first, where bindings borrow, and `mut` or `ref` there would
-/// move out of it or be refused.
+/// Removes `mut` and `ref` from a pattern's bindings: the pattern is tried against a shared
+/// reference to the output first, where bindings borrow, and `mut` or `ref` there would move
+/// out of it or be refused. `&mut` patterns stay: nested in a pattern they match through
+/// the shared reference as they are (`Some(&mut n)`); at its top they cannot.
 struct Clean;
 
 impl VisitMut for Clean {
@@ -194,7 +197,7 @@ impl Select {
         let site = Span::mixed_site();
         let krate = &self.krate;
         let count = self.branches.len();
-        let out = syn::Ident::new("Out", site);
+        let out = syn::Ident::new("__EscapementSelectOut", site);
         let output = syn::Ident::new("output", site);
         let disabled = syn::Ident::new("disabled", site);
         let cx = syn::Ident::new("cx", site);
@@ -369,11 +372,11 @@ mod tests {
 
     #[test]
     fn the_pattern_tried_by_reference_loses_mut_and_ref() {
-        let mut pattern: Pat = syn::parse_quote!((mut a, ref b, ref mut c @ Some(_)));
+        let mut pattern: Pat = syn::parse_quote!((mut a, ref b, ref mut c @ Some(_), &mut d));
         Clean.visit_pat_mut(&mut pattern);
         assert_eq!(
             quote!(#pattern).to_string(),
-            quote!((a, b, c @ Some(_))).to_string()
+            quote!((a, b, c @ Some(_), &mut d)).to_string()
         );
     }
 }

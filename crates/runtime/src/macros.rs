@@ -4,7 +4,8 @@
 //! `select!` is a procedural macro in `escapement-macros` (its design note is there), reached
 //! through a `macro_rules!` wrapper that hands it `$crate`, so that its expansion names this
 //! crate's support code whatever the crate is called where it is used. `join!` and
-//! `try_join!` wrap those of `futures-util`, which already have tokio's meaning.
+//! `try_join!` wrap those of `futures-util`: tokio's meaning, without tokio's `biased;`,
+//! polling their futures in the order written, and taking futures (not `IntoFuture`).
 
 use std::cell::Cell;
 use std::collections::hash_map::RandomState;
@@ -107,8 +108,9 @@ macro_rules! select {
 /// Waits for every future and returns their outputs as a tuple, in the order written.
 ///
 /// The futures run concurrently inside the calling task (not in parallel: use
-/// [`spawn`](crate::spawn) for that). Each expression may be anything that implements
-/// `IntoFuture`.
+/// [`spawn`](crate::spawn) for that), polled in the order written each time the task is
+/// woken. Each expression must be a `Future` (tokio's also takes `IntoFuture`, and
+/// `biased;`, which this one does not).
 ///
 /// # Examples
 ///

@@ -249,3 +249,38 @@ fn try_join_returns_the_first_error_without_waiting_for_the_rest() {
         assert_eq!(both, Ok((1, 2)));
     });
 }
+
+#[test]
+fn user_types_named_like_the_expansions_own_are_untouched() {
+    #[derive(Debug, PartialEq)]
+    enum Out {
+        A,
+    }
+    #[derive(Debug, PartialEq)]
+    struct B0(u8);
+
+    paused(1).block_on(async {
+        let chosen = escapement::select! {
+            Out::A = ready(Out::A) => {
+                let out: Out = Out::A;
+                out
+            }
+        };
+        assert_eq!(chosen, Out::A);
+        let wrapped = escapement::select! {
+            B0(n) = ready(B0(4)) => B0(n + 1),
+        };
+        assert_eq!(wrapped, B0(5));
+    });
+}
+
+#[test]
+fn a_nested_mut_reference_pattern_binds_through_it() {
+    paused(1).block_on(async {
+        let mut value = 1;
+        let doubled = escapement::select! {
+            Some(&mut n) = ready(Some(&mut value)) => n * 2,
+        };
+        assert_eq!(doubled, 2);
+    });
+}

@@ -1,8 +1,8 @@
 //! `task::Id`, `task::id()` and `task::try_id()`: a task reads the id its `JoinHandle`,
 //! `AbortHandle` and `JoinError` report, in its future, in its future's destructor when it
-//! completes, panics or is cancelled, and in a blocking closure; the future `block_on` drives
-//! and threads outside the runtime have none; ids of live tasks differ, print as numbers, and
-//! key maps.
+//! completes, panics or is cancelled, in the destructor of an output nobody reads, and in a
+//! blocking closure; the future `block_on` drives and threads outside the runtime have none;
+//! ids of live tasks differ, print as numbers, and key maps.
 
 mod support;
 
@@ -88,6 +88,33 @@ fn a_futures_destructor_runs_as_its_task() {
     let id = waiting.id();
     waiting.abort();
     assert!(rt.block_on(waiting).unwrap_err().is_cancelled());
+    assert_eq!(rx.recv().unwrap(), Some(id));
+}
+
+#[test]
+fn an_output_nobody_reads_drops_as_its_task() {
+    let rt = running(1);
+    let (tx, rx) = mpsc::channel();
+    // The handle is dropped first: the task drops its output as it completes.
+    let (go, wait) = mpsc::channel::<()>();
+    let output = ReportOnDrop(tx.clone());
+    let detached = rt.spawn(async move {
+        let _ = wait.recv();
+        output
+    });
+    let id = detached.id();
+    drop(detached);
+    go.send(()).unwrap();
+    assert_eq!(rx.recv().unwrap(), Some(id));
+
+    // The handle is dropped after the task finished: the handle's drop drops the output.
+    let output = ReportOnDrop(tx);
+    let finished = rt.spawn(async move { output });
+    let id = finished.id();
+    while !finished.is_finished() {
+        std::thread::yield_now();
+    }
+    drop(finished);
     assert_eq!(rx.recv().unwrap(), Some(id));
 }
 

@@ -244,8 +244,8 @@ where
         let prev = state.transition_to_complete();
         let _ = panic::catch_unwind(AssertUnwindSafe(|| {
             if !prev.is_join_interested() {
-                // Nobody will read the output.
-                self.drop_stage_unguarded();
+                // Nobody will read the output; its destructor runs as the task.
+                super::id::run_as(self.cell().header.id, || self.drop_stage_unguarded());
             } else if prev.is_join_waker_set() {
                 self.cell().join_waker.with(|waker| {
                     // SAFETY: `JOIN_WAKER` gives the task side read access to the slot.
@@ -338,8 +338,9 @@ where
         let prev = self.cell().header.state.unset_join_interest();
         if prev.is_complete() {
             // The output is ours, and so is the waker slot unless the task side still
-            // holds it (it will drop the waker when it sees the handle gone).
-            self.drop_stage();
+            // holds it (it will drop the waker when it sees the handle gone). The output's
+            // destructor runs as the task.
+            super::id::run_as(self.cell().header.id, || self.drop_stage());
             if !prev.is_join_waker_set() {
                 drop(self.take_join_waker());
             }
