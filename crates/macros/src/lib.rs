@@ -1,5 +1,6 @@
-//! The `#[escapement::main]` and `#[escapement::test]` attributes, and the expansion of
-//! `escapement::select!` (its design note is in `select.rs`).
+//! The `#[escapement::main]` and `#[escapement::test]` attributes, and the expansions of
+//! `escapement::select!`, `join!` and `try_join!` (their design notes are in `select.rs` and
+//! `join.rs`).
 //!
 //! Use them through the `escapement` crate, which re-exports them: the code they generate
 //! names `::escapement`, and that is where they are documented with runnable examples (this
@@ -43,6 +44,7 @@ use proc_macro::TokenStream;
 
 mod args;
 mod entry;
+mod join;
 mod select;
 
 use entry::Entry;
@@ -71,4 +73,20 @@ pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn select_inner(input: TokenStream) -> TokenStream {
     select::expand(input.into()).into()
+}
+
+/// The expansion of `escapement::join!`, which forwards its input here behind the path of the
+/// `escapement` crate; use `join!` through `escapement`, which documents it.
+#[doc(hidden)]
+#[proc_macro]
+pub fn join_inner(input: TokenStream) -> TokenStream {
+    join::expand(input.into(), join::Kind::Join).into()
+}
+
+/// The expansion of `escapement::try_join!`, which forwards its input here behind the path of
+/// the `escapement` crate; use `try_join!` through `escapement`, which documents it.
+#[doc(hidden)]
+#[proc_macro]
+pub fn try_join_inner(input: TokenStream) -> TokenStream {
+    join::expand(input.into(), join::Kind::TryJoin).into()
 }

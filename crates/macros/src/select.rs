@@ -24,6 +24,7 @@
 //!         if !(PRECONDITION_i) { disabled |= 1 << i; } // every precondition, first
 //!         let mut future_i = pin!(into_future(FUTURE_i)); // then every future, in order
 //!         poll_fn(|cx| {
+//!             // With the task's cooperative budget spent: wake the task, `Pending`.
 //!             // From a random branch (the first one if `biased`), each branch still on:
 //!             //   poll it; if ready, match its output by reference against PATTERN_i
 //!             //   (without `mut` and `ref`): a match returns `Out::Bi(output)`, a
@@ -42,6 +43,9 @@
 //!   `break` and `continue` in them act on the code around `select!`, and they may use what
 //!   the futures borrowed.
 //! - The futures are pinned on the stack with `core::pin::pin!`: no `unsafe`, no allocation.
+//! - The budget check comes before any branch: a branch future that is always ready and
+//!   ignores the budget would otherwise win every poll once the budget-aware branches
+//!   return `Pending`, and a `select!` in a loop would never yield.
 //! - The expansion's own variables are `mixed_site`: user code can neither see nor shadow
 //!   them. Its one item, the enum (`Out` above), cannot be hidden that way, so it has a name
 //!   no user type is expected to have, and user types named like its variants are untouched.
@@ -289,6 +293,9 @@ impl Select {
                 #(#preconditions)*
                 #(#pins)*
                 ::core::future::poll_fn(|#cx: &mut ::core::task::Context<'_>| {
+                    if #krate::__private::select_budget(#cx).is_pending() {
+                        return ::core::task::Poll::Pending;
+                    }
                     let #first: u32 = #start;
                     for #offset in 0..#count_u32 {
                         // `first + offset` modulo the count, which a clippy lint would

@@ -47,9 +47,9 @@ pub use task::spawn;
 /// What the crate's macros expand to; not part of its API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::macros::select_start;
-    pub use escapement_macros::select_inner;
-    pub use futures_util::{join, try_join};
+    pub use crate::macros::{select_budget, select_start};
+    pub use escapement_macros::{join_inner, select_inner, try_join_inner};
+    pub use futures_util::future::maybe_done;
 }
 
 /// The README's Rust examples, compiled and run as doctests so they stay true.

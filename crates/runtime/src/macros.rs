@@ -4,12 +4,12 @@
 //! `select!` is a procedural macro in `escapement-macros` (its design note is there), reached
 //! through a `macro_rules!` wrapper that hands it `$crate`, so that its expansion names this
 //! crate's support code whatever the crate is called where it is used. `join!` and
-//! `try_join!` wrap those of `futures-util`: tokio's meaning, without tokio's `biased;`,
-//! polling their futures in the order written, and taking futures (not `IntoFuture`).
+//! `try_join!` are built the same way (their design note is in `join.rs` there).
 
 use std::cell::Cell;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
+use std::task::{Context, Poll};
 
 use crate::loom::thread_local_const;
 
@@ -31,7 +31,10 @@ use crate::loom::thread_local_const;
 /// 2. Every `FUTURE` expression is evaluated, disabled branches' included (anything that
 ///    implements `IntoFuture`), and pinned on the stack.
 /// 3. The enabled futures are polled, starting from a random branch each time the task is
-///    polled (from the first, in the order written, with `biased;`).
+///    polled (from the first, in the order written, with `biased;`). If the task has spent
+///    its cooperative budget (see [`task::unconstrained`](crate::task::unconstrained)),
+///    `select!` polls none of them: it wakes the task and yields first, so a branch that is
+///    always ready cannot keep a `select!` in a loop from yielding.
 /// 4. When one completes, its output is matched against its `PATTERN`. If it matches, every
 ///    future is dropped and its `HANDLER` runs with the pattern's bindings; its value is the
 ///    value of `select!`. If not, the branch is disabled and the others are polled on.
@@ -107,10 +110,18 @@ macro_rules! select {
 
 /// Waits for every future and returns their outputs as a tuple, in the order written.
 ///
+/// ```text
+/// join!(FUTURE, FUTURE, ..)           // anything `IntoFuture`; `join!()` is `()`
+/// join!(biased; FUTURE, FUTURE, ..)   // poll in the order written
+/// ```
+///
 /// The futures run concurrently inside the calling task (not in parallel: use
-/// [`spawn`](crate::spawn) for that), polled in the order written each time the task is
-/// woken. Each expression must be a `Future` (tokio's also takes `IntoFuture`, and
-/// `biased;`, which this one does not).
+/// [`spawn`](crate::spawn) for that). Each time the task is polled, every future not yet
+/// done is polled once, starting one further along than the time before, so that no future
+/// is always polled last; with `biased;`, always from the first. A future that is done is
+/// not polled again: its output waits on the stack, in the future's place, until the last
+/// one is done. Nothing is allocated. Dropped before it finishes (in a `select!` branch
+/// that loses, say), `join!` drops every future and every output it holds.
 ///
 /// # Examples
 ///
@@ -137,13 +148,16 @@ macro_rules! select {
 #[macro_export]
 macro_rules! join {
     ($($tokens:tt)*) => {
-        $crate::__private::join!($($tokens)*)
+        $crate::__private::join_inner!(($crate) $($tokens)*)
     };
 }
 
 /// Waits for every future, each returning a `Result` with the same error type, and returns
 /// `Ok` with their outputs as a tuple, or the first `Err` as soon as one comes; the other
-/// futures are then dropped.
+/// futures, and the outputs already in, are then dropped.
+///
+/// It takes what [`join!`](crate::join) takes (`try_join!()` is `Ok(())`) and polls in the
+/// same order. With `biased;`, a future after one that fails in the same poll is not polled.
 ///
 /// # Examples
 ///
@@ -162,7 +176,7 @@ macro_rules! join {
 #[macro_export]
 macro_rules! try_join {
     ($($tokens:tt)*) => {
-        $crate::__private::try_join!($($tokens)*)
+        $crate::__private::try_join_inner!(($crate) $($tokens)*)
     };
 }
 
@@ -186,6 +200,16 @@ pub fn select_start(branches: u32) -> u32 {
     let _ = STATE.try_with(|state| state.set(x));
     // The multiply-shift maps the 32 random bits onto 0..branches without a division.
     ((u64::from(x) * u64::from(branches)) >> 32) as u32
+}
+
+/// What a `select!` does at the top of each poll: with the task's cooperative budget spent,
+/// wakes the task and returns `Pending`, as the runtime's own futures do, so that a branch
+/// that is always ready but knows nothing of the budget cannot keep a looping `select!` from
+/// yielding. Spends nothing.
+#[doc(hidden)]
+#[inline]
+pub fn select_budget(cx: &mut Context<'_>) -> Poll<()> {
+    crate::task::coop::poll_proceed(cx)
 }
 
 #[cfg(all(test, not(loom)))]

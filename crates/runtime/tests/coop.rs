@@ -1,7 +1,8 @@
 //! The cooperative budget: a task polling ready sleeps, past timeouts or finished join
 //! handles in a loop yields after 128 of them, so the other tasks of its worker run; in
 //! `block_on` too; and not inside `task::unconstrained` or a `spawn_blocking` closure. A
-//! `JoinSet` spends it once per output and still hands out every one.
+//! `JoinSet` spends it once per output and still hands out every one. A `select!` yields once
+//! it is spent, even with a branch that is always ready and knows nothing of it.
 
 mod support;
 
@@ -86,6 +87,39 @@ fn a_task_yields_after_128_ready_sleeps() {
         .block_on(rt.spawn(polls_to_finish(thousand_ready_sleeps())))
         .unwrap();
     assert_eq!(polls, 8);
+}
+
+#[test]
+fn a_select_with_the_budget_spent_yields_before_polling_its_branches() {
+    let rt = running(1);
+    let polls = rt.block_on(polls_to_finish(async {
+        for _ in 0..128 {
+            sleep(Duration::ZERO).await;
+        }
+        let chosen = escapement::select! {
+            biased;
+            n = std::future::ready(1) => n,
+        };
+        assert_eq!(chosen, 1);
+    }));
+    assert_eq!(
+        polls, 2,
+        "the select! returned `Pending` once, with the budget spent"
+    );
+}
+
+#[test]
+fn a_loop_over_a_select_with_a_branch_blind_to_the_budget_lets_the_other_tasks_run() {
+    assert!(both_finish_on_one_worker(|flag| async move {
+        while !flag.load(Ordering::SeqCst) {
+            // Once the sleeps have spent the budget they return `Pending`, and the branch
+            // that is always ready would win every time after.
+            escapement::select! {
+                () = sleep(Duration::ZERO) => {}
+                () = std::future::ready(()) => {}
+            }
+        }
+    }));
 }
 
 #[test]

@@ -1,9 +1,9 @@
-//! `select!`, `join!` and `try_join!`: the first future to finish wins and the others drop;
-//! preconditions and refutable patterns disable branches; `else` runs once all are disabled,
-//! and without it `select!` panics; `biased;` polls in order while the default spreads the
-//! first poll over the branches; handlers run after the futures are dropped and their
-//! `return`, `?`, `break` and `continue` act on the code around; `mut` and `ref` bindings;
-//! `IntoFuture`; and `join!`/`try_join!` running their futures concurrently.
+//! `select!`: the first future to finish wins and the others drop; preconditions and
+//! refutable patterns disable branches; `else` runs once all are disabled, and without it
+//! `select!` panics; `biased;` polls in order while the default spreads the first poll over
+//! the branches; handlers run after the futures are dropped and their `return`, `?`, `break`
+//! and `continue` act on the code around; `mut` and `ref` bindings; `IntoFuture`; user types
+//! named like the expansion's own.
 
 mod support;
 
@@ -206,47 +206,6 @@ fn a_pending_branch_is_polled_again_when_woken() {
             () = pending::<()>() => unreachable!("never ready"),
         }
         assert_eq!(polls.load(Ordering::SeqCst), 2);
-    });
-}
-
-#[test]
-fn join_runs_its_futures_concurrently() {
-    paused(1).block_on(async {
-        let start = Instant::now();
-        let (a, b, c) = escapement::join!(
-            async {
-                sleep(Duration::from_millis(20)).await;
-                1
-            },
-            async {
-                sleep(Duration::from_millis(30)).await;
-                "two"
-            },
-            ready(3.0),
-        );
-        assert_eq!((a, b, c), (1, "two", 3.0));
-        assert_eq!(start.elapsed(), Duration::from_millis(30));
-    });
-}
-
-#[test]
-fn try_join_returns_the_first_error_without_waiting_for_the_rest() {
-    paused(1).block_on(async {
-        let start = Instant::now();
-        let result: Result<(u32, u32), &str> = escapement::try_join!(
-            async {
-                sleep(Duration::from_secs(3600)).await;
-                Ok(1)
-            },
-            async {
-                sleep(Duration::from_millis(5)).await;
-                Err("failed")
-            },
-        );
-        assert_eq!(result, Err("failed"));
-        assert_eq!(start.elapsed(), Duration::from_millis(5));
-        let both: Result<(u32, u32), &str> = escapement::try_join!(ready(Ok(1)), ready(Ok(2)));
-        assert_eq!(both, Ok((1, 2)));
     });
 }
 

@@ -1,0 +1,231 @@
+//! `join!` and `try_join!`: the futures run concurrently and their outputs come back in the
+//! order written; `try_join!` returns the first error at once and drops the rest; the first
+//! future polled moves on by one at each poll, and `biased;` polls in the order written;
+//! `IntoFuture` arguments; no future and one; the expansion's variables out of the user's
+//! reach.
+
+mod support;
+
+use std::cell::RefCell;
+use std::future::{pending, ready, Future, IntoFuture};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use escapement::time::{sleep, Duration, Instant};
+
+use support::{paused, DropCounter};
+
+#[test]
+fn join_runs_its_futures_concurrently() {
+    paused(1).block_on(async {
+        let start = Instant::now();
+        let (a, b, c) = escapement::join!(
+            async {
+                sleep(Duration::from_millis(20)).await;
+                1
+            },
+            async {
+                sleep(Duration::from_millis(30)).await;
+                "two"
+            },
+            ready(3.0),
+        );
+        assert_eq!((a, b, c), (1, "two", 3.0));
+        assert_eq!(start.elapsed(), Duration::from_millis(30));
+    });
+}
+
+#[test]
+fn try_join_returns_the_first_error_without_waiting_for_the_rest() {
+    paused(1).block_on(async {
+        let start = Instant::now();
+        let result: Result<(u32, u32), &str> = escapement::try_join!(
+            async {
+                sleep(Duration::from_secs(3600)).await;
+                Ok(1)
+            },
+            async {
+                sleep(Duration::from_millis(5)).await;
+                Err("failed")
+            },
+        );
+        assert_eq!(result, Err("failed"));
+        assert_eq!(start.elapsed(), Duration::from_millis(5));
+        let both: Result<(u32, u32), &str> = escapement::try_join!(ready(Ok(1)), ready(Ok(2)));
+        assert_eq!(both, Ok((1, 2)));
+    });
+}
+
+#[test]
+fn an_error_drops_the_other_futures_and_the_outputs_already_in() {
+    paused(1).block_on(async {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let done = DropCounter(dropped.clone());
+        let waiting = DropCounter(dropped.clone());
+        let result: Result<(DropCounter, (), ()), &str> = escapement::try_join!(
+            ready(Ok(done)),
+            async move {
+                let _waiting = waiting;
+                pending::<Result<(), &str>>().await
+            },
+            async {
+                sleep(Duration::from_millis(1)).await;
+                Err("failed")
+            },
+        );
+        assert!(result.is_err());
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            2,
+            "the finished output and the future still waiting are both dropped"
+        );
+    });
+}
+
+/// Records its index in `log` at every poll, and is ready at its `ready_at`-th poll (waking
+/// its task at the others, so the `join!` is polled again at once).
+struct Logged<'a> {
+    index: usize,
+    polls: usize,
+    ready_at: usize,
+    log: &'a RefCell<Vec<usize>>,
+}
+
+impl<'a> Logged<'a> {
+    fn new(index: usize, ready_at: usize, log: &'a RefCell<Vec<usize>>) -> Self {
+        Logged {
+            index,
+            polls: 0,
+            ready_at,
+            log,
+        }
+    }
+}
+
+impl Future for Logged<'_> {
+    type Output = usize;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+        self.log.borrow_mut().push(self.index);
+        self.polls += 1;
+        if self.polls == self.ready_at {
+            Poll::Ready(self.index)
+        } else {
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+#[test]
+fn the_first_future_polled_moves_on_by_one_at_each_poll() {
+    paused(1).block_on(async {
+        let log = RefCell::new(Vec::new());
+        let outputs = escapement::join!(
+            Logged::new(0, 4, &log),
+            Logged::new(1, 4, &log),
+            Logged::new(2, 4, &log),
+        );
+        assert_eq!(outputs, (0, 1, 2));
+        assert_eq!(
+            log.into_inner(),
+            [0, 1, 2, 1, 2, 0, 2, 0, 1, 0, 1, 2],
+            "each poll starts one further on, wrapping around"
+        );
+    });
+}
+
+#[test]
+fn biased_polls_in_the_order_written_and_skips_what_is_done() {
+    paused(1).block_on(async {
+        let log = RefCell::new(Vec::new());
+        let outputs = escapement::join!(
+            biased;
+            Logged::new(0, 1, &log),
+            Logged::new(1, 3, &log),
+            Logged::new(2, 2, &log),
+        );
+        assert_eq!(outputs, (0, 1, 2));
+        assert_eq!(log.into_inner(), [0, 1, 2, 1, 2, 1]);
+    });
+}
+
+#[test]
+fn biased_try_join_stops_at_the_first_error_in_order() {
+    paused(1).block_on(async {
+        let log = RefCell::new(Vec::new());
+        let result: Result<(usize, (), usize), &str> = escapement::try_join!(
+            biased;
+            async { Ok(Logged::new(0, 1, &log).await) },
+            ready(Err("second")),
+            async { Ok(Logged::new(2, 1, &log).await) },
+        );
+        assert_eq!(result, Err("second"));
+        assert_eq!(
+            log.into_inner(),
+            [0],
+            "the future after the error is never polled"
+        );
+    });
+}
+
+#[test]
+fn into_future_arguments() {
+    struct Later(u32);
+
+    impl IntoFuture for Later {
+        type Output = u32;
+        type IntoFuture = std::future::Ready<u32>;
+
+        fn into_future(self) -> Self::IntoFuture {
+            ready(self.0 * 10)
+        }
+    }
+
+    struct LaterOk(u32);
+
+    impl IntoFuture for LaterOk {
+        type Output = Result<u32, ()>;
+        type IntoFuture = std::future::Ready<Result<u32, ()>>;
+
+        fn into_future(self) -> Self::IntoFuture {
+            ready(Ok(self.0))
+        }
+    }
+
+    paused(1).block_on(async {
+        assert_eq!(escapement::join!(Later(1), ready(2)), (10, 2));
+        assert_eq!(escapement::try_join!(LaterOk(3), ready(Ok(4))), Ok((3, 4)));
+    });
+}
+
+#[test]
+fn no_future_and_one_future() {
+    paused(1).block_on(async {
+        let () = escapement::join!();
+        let () = escapement::join!(biased;);
+        let none: Result<(), &str> = escapement::try_join!();
+        assert_eq!(none, Ok(()));
+        assert_eq!(escapement::join!(ready(1)), (1,));
+        assert_eq!(escapement::join!(biased; ready(1),), (1,));
+        let one: Result<(u8,), &str> = escapement::try_join!(ready(Ok(1)));
+        assert_eq!(one, Ok((1,)));
+        let failed: Result<(u8,), &str> = escapement::try_join!(biased; ready(Err("no")));
+        assert_eq!(failed, Err("no"));
+    });
+}
+
+#[test]
+fn user_variables_named_like_the_expansions_own_are_untouched() {
+    paused(1).block_on(async {
+        let (cx, pending, first, index, offset, next_first, future0) = (1, 2, 3, 4, 5, 6, 7);
+        let sums = escapement::join!(
+            async move { cx + pending },
+            ready(first + index),
+            ready(offset + next_first + future0),
+        );
+        assert_eq!(sums, (3, 7, 18));
+    });
+}
