@@ -1,5 +1,34 @@
 //! Small helpers with no better home.
 
+use std::cell::Cell;
+
+use crate::loom::thread::LocalKey;
+
+/// Sets the thread-local `key` to `value` for the duration of `f`, then puts the previous
+/// value back, also when `f` panics. Where the thread-local is gone (a thread exiting), `f`
+/// runs without it being set.
+#[inline]
+pub(crate) fn with_local<T: Copy + 'static, R>(
+    key: &'static LocalKey<Cell<T>>,
+    value: T,
+    f: impl FnOnce() -> R,
+) -> R {
+    struct Restore<T: Copy + 'static> {
+        key: &'static LocalKey<Cell<T>>,
+        previous: T,
+    }
+
+    impl<T: Copy + 'static> Drop for Restore<T> {
+        fn drop(&mut self) {
+            let _ = self.key.try_with(|cell| cell.set(self.previous));
+        }
+    }
+
+    let previous = key.try_with(|cell| cell.replace(value)).ok();
+    let _restore = previous.map(|previous| Restore { key, previous });
+    f()
+}
+
 /// Makes a `Send` value `Sync` by allowing access only through ownership or `&mut`.
 ///
 /// A shared reference to a `SyncWrapper` gives no access to the value, so sharing one across

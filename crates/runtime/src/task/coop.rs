@@ -59,17 +59,7 @@ fn left() -> u8 {
 /// Sets the budget for the duration of `f`, then puts the previous one back (also when `f`
 /// panics).
 fn with_left<R>(budget: u8, f: impl FnOnce() -> R) -> R {
-    struct Restore(u8);
-
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let _ = LEFT.try_with(|left| left.set(self.0));
-        }
-    }
-
-    let previous = LEFT.try_with(|left| left.replace(budget)).ok();
-    let _restore = previous.map(Restore);
-    f()
+    crate::util::with_local(&LEFT, budget, f)
 }
 
 /// Runs one poll of a task with a fresh budget.

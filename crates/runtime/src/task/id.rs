@@ -67,17 +67,7 @@ thread_local_const! {
 /// back afterwards, also when `f` panics.
 #[inline]
 pub(crate) fn run_as<R>(id: u64, f: impl FnOnce() -> R) -> R {
-    struct Restore(u64);
-
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            let _ = CURRENT.try_with(|current| current.set(self.0));
-        }
-    }
-
-    let previous = CURRENT.try_with(|current| current.replace(id)).ok();
-    let _restore = previous.map(Restore);
-    f()
+    crate::util::with_local(&CURRENT, id, f)
 }
 
 /// The id of the task running on this thread.
