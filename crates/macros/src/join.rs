@@ -40,6 +40,8 @@ use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{Expr, Token};
 
+use crate::head::{self, Head};
+
 /// Which macro is expanded.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -59,17 +61,7 @@ struct Join {
 
 impl Parse for Join {
     fn parse(input: ParseStream<'_>) -> syn::Result<Join> {
-        let krate;
-        syn::parenthesized!(krate in input);
-        let krate: TokenStream = krate.parse()?;
-        let biased = input.peek(syn::Ident) && input.peek2(Token![;]) && {
-            let fork = input.fork();
-            fork.parse::<syn::Ident>()? == "biased"
-        };
-        if biased {
-            input.parse::<syn::Ident>()?;
-            input.parse::<Token![;]>()?;
-        }
+        let Head { krate, biased } = Head::parse(input)?;
         let futures = Punctuated::<Expr, Token![,]>::parse_terminated(input)?;
         Ok(Join {
             krate,
@@ -103,8 +95,6 @@ impl Join {
         let pending = syn::Ident::new("pending", site);
         let next_first = syn::Ident::new("next_first", site);
         let first = syn::Ident::new("first", site);
-        let offset = syn::Ident::new("offset", site);
-        let index = syn::Ident::new("index", site);
         let futures: Vec<_> = (0..count)
             .map(|i| format_ident!("future{i}", span = site))
             .collect();
@@ -143,6 +133,7 @@ impl Join {
                 }
             }
         });
+        let in_turn = head::in_turn(&first, count, quote_spanned!(site=> #(#polls)*));
         let outputs = futures.iter().map(|future| {
             let take = quote_spanned!(site=> #future.as_mut().take_output());
             match kind {
@@ -182,18 +173,7 @@ impl Join {
             ::core::future::poll_fn(|#cx: &mut ::core::task::Context<'_>| {
                 #start
                 let mut #pending = false;
-                for #offset in 0..#count_u32 {
-                    // `first + offset` modulo the count, which a clippy lint would flag in
-                    // the caller's code for a single future.
-                    let mut #index = #first + #offset;
-                    if #index >= #count_u32 {
-                        #index -= #count_u32;
-                    }
-                    match #index {
-                        #(#polls)*
-                        _ => ::core::unreachable!(),
-                    }
-                }
+                #in_turn
                 if #pending {
                     return ::core::task::Poll::Pending;
                 }

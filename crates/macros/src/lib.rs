@@ -44,6 +44,7 @@ use proc_macro::TokenStream;
 
 mod args;
 mod entry;
+mod head;
 mod join;
 mod select;
 

@@ -57,6 +57,8 @@ use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{Expr, Pat, Token};
 
+use crate::head::{self, Head};
+
 /// The most branches one `select!` takes: the bits of its `u64` of disabled branches.
 const MAX_BRANCHES: usize = 64;
 
@@ -79,17 +81,7 @@ struct Select {
 
 impl Parse for Select {
     fn parse(input: ParseStream<'_>) -> syn::Result<Select> {
-        let krate;
-        syn::parenthesized!(krate in input);
-        let krate: TokenStream = krate.parse()?;
-        let biased = input.peek(syn::Ident) && input.peek2(Token![;]) && {
-            let fork = input.fork();
-            fork.parse::<syn::Ident>()? == "biased"
-        };
-        if biased {
-            input.parse::<syn::Ident>()?;
-            input.parse::<Token![;]>()?;
-        }
+        let Head { krate, biased } = Head::parse(input)?;
         let mut branches = Vec::new();
         let mut otherwise = None;
         while !input.is_empty() {
@@ -205,9 +197,7 @@ impl Select {
         let output = syn::Ident::new("output", site);
         let disabled = syn::Ident::new("disabled", site);
         let cx = syn::Ident::new("cx", site);
-        let index = syn::Ident::new("index", site);
         let first = syn::Ident::new("first", site);
-        let offset = syn::Ident::new("offset", site);
         let variants: Vec<_> = (0..count)
             .map(|i| format_ident!("B{i}", span = site))
             .collect();
@@ -272,6 +262,7 @@ impl Select {
                 }
             }
         });
+        let in_turn = head::in_turn(&first, count, quote_spanned!(site=> #(#polls)*));
         let arms = self.branches.iter().enumerate().map(|(i, branch)| {
             let (variant, pattern, handler) = (&variants[i], &branch.pattern, &branch.handler);
             quote_spanned!(site=> #out::#variant(#pattern) => #handler,)
@@ -297,18 +288,7 @@ impl Select {
                         return ::core::task::Poll::Pending;
                     }
                     let #first: u32 = #start;
-                    for #offset in 0..#count_u32 {
-                        // `first + offset` modulo the count, which a clippy lint would
-                        // flag in the caller's code for a single branch.
-                        let mut #index = #first + #offset;
-                        if #index >= #count_u32 {
-                            #index -= #count_u32;
-                        }
-                        match #index {
-                            #(#polls)*
-                            _ => ::core::unreachable!(),
-                        }
-                    }
+                    #in_turn
                     if #disabled == #all {
                         ::core::task::Poll::Ready(#out::Disabled)
                     } else {
