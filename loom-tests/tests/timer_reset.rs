@@ -1,6 +1,7 @@
 //! Model 3: the owner resets a timer while worker 0 fires it, to a later deadline (the
 //! lock-free path: a compare-and-swap on the state) and to an earlier one (under the lock).
-//! The timer then fires at its new deadline, never at the old one, and exactly once.
+//! The timer then fires at its new deadline, never at the old one, and exactly once, also
+//! when worker 0 reaches the old deadline through a cascade that reads the moved one.
 #![cfg(loom)]
 
 use escapement::loom_api::{Driver, TimerPoll};
@@ -29,6 +30,39 @@ fn reset_later_racing_fire() {
             1,
             "the reset timer fires once, at tick 9"
         );
+        assert_eq!(wakes.count(), early + 1);
+        assert_eq!(timer.poll(&waker), TimerPoll::Ready);
+    });
+}
+
+#[test]
+fn reset_later_racing_a_cascade() {
+    // Tick 100 is in level 1, so worker 0 reaches it through a cascade, which reads the
+    // moved deadline with the node in hand and may place it for tick 300 there. A second
+    // timer in the same slot makes the cascade walk its list.
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(true);
+        let (mut timer, waker, wakes) = registered_timer(&driver, 100);
+        let (mut other, other_waker, _) = registered_timer(&driver, 101);
+
+        let worker0 = process_on_worker0(&driver, 100);
+        timer.reset(300);
+        worker0.join().unwrap();
+
+        assert_eq!(
+            timer.poll(&waker),
+            TimerPoll::Pending,
+            "fired at the old deadline"
+        );
+        let early = wakes.count();
+        assert_eq!(
+            driver.process(101),
+            1,
+            "the other timer, at its own deadline"
+        );
+        assert_eq!(other.poll(&other_waker), TimerPoll::Ready);
+        assert_eq!(driver.process(299), 0, "fired before the new deadline");
+        assert_eq!(driver.process(300), 1, "fires once, at tick 300");
         assert_eq!(wakes.count(), early + 1);
         assert_eq!(timer.poll(&waker), TimerPoll::Ready);
     });

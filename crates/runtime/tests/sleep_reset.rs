@@ -1,7 +1,8 @@
 //! `Sleep::reset`: before the first poll, to an earlier deadline, to a later one (the
-//! lock-free path: the timer must not fire, nor its waker be woken, at the old deadline),
-//! after the timer fired (it is armed again), after it fired but before it was polled, and
-//! into the past (completes at the next poll). Exact times through the paused clock.
+//! lock-free path: the timer must not fire, nor its waker be woken, at the old deadline, and
+//! the driver does not walk it there either), after the timer fired (it is armed again),
+//! after it fired but before it was polled, and into the past (completes at the next poll).
+//! Exact times through the paused clock.
 
 mod support;
 
@@ -88,6 +89,44 @@ fn repeated_later_resets_fire_once_at_the_last_deadline() {
         assert_eq!(start.elapsed(), Duration::from_millis(360));
         assert!(counter.wakes() <= 1);
     });
+}
+
+#[test]
+fn a_timer_pushed_back_at_every_step_is_walked_per_slot_not_per_old_deadline() {
+    // Two connections' retransmission timers: 200 ms ahead, pushed back by every
+    // acknowledgement, here one each 100 ms, for 10 s. (Two, so that their slot holds more
+    // than one node, which the wheel would otherwise skip through at once.) Every reset is
+    // later, so it takes no lock and each node stays where it is until the driver walks it;
+    // the wheel then places it for the new deadline.
+    let rt = paused(1);
+    let cascades = rt.block_on(async {
+        let before = escapement::Handle::current().metrics().wheel_cascades();
+        let rto = Duration::from_millis(200);
+        let mut first = pin!(sleep(rto));
+        let mut second = pin!(sleep(rto));
+        let (counter, waker) = CountingWaker::waker();
+        assert_eq!(poll_once(first.as_mut(), &waker), Poll::Pending);
+        assert_eq!(poll_once(second.as_mut(), &waker), Poll::Pending);
+        for _ in 0..100 {
+            time::advance(Duration::from_millis(100)).await;
+            first.as_mut().reset(Instant::now() + rto);
+            second.as_mut().reset(Instant::now() + rto);
+        }
+        assert_eq!(counter.wakes(), 0, "no old deadline woke a task");
+        let cascades = escapement::Handle::current().metrics().wheel_cascades() - before;
+        let last = Instant::now();
+        first.as_mut().await;
+        second.as_mut().await;
+        assert_eq!(last.elapsed(), rto, "fired at the last deadline");
+        cascades
+    });
+    // Each reset moves the deadlines two or three level-1 slots (64 ms) ahead, and the nodes
+    // are walked as their slot comes up: one cascade per 100 ms step (99 here). Walked again
+    // at each old deadline, a level-0 slot, it would be about two (192 when the wheel did).
+    assert!(
+        cascades <= 110,
+        "{cascades} cascades over 100 steps: the old deadlines were walked too"
+    );
 }
 
 #[test]

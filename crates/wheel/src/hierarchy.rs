@@ -15,7 +15,7 @@
 
 use std::fmt;
 
-use crate::level::{level_for, slot_for, slot_start, Level, LEVELS};
+use crate::level::{level_for, slot_for, slot_last, slot_start, Level, LEVELS};
 use crate::list::{Arena, List};
 
 pub(crate) struct Hierarchy<H> {
@@ -186,18 +186,37 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
 
     /// Advances toward `now` until a node is due, and unlinks and returns the earliest one.
     ///
+    /// `later(arena, h)` is a deadline the owner of `h` moved it to without telling the wheel,
+    /// or any value not after its linked one when there is none. It is read whenever the
+    /// wheel walks a node: in a cascade, so the node is placed for the later deadline at once,
+    /// and before a due node is handed out, which is placed again instead if it was moved:
+    /// into a level, or back into the due list behind what is due before it. The keyed wheel
+    /// passes a function that returns 0.
+    ///
     /// Work is proportional to the occupied slots crossed, never to the ticks elapsed.
     #[inline]
-    pub(crate) fn poll<A: Arena<Handle = H>>(&mut self, arena: &mut A, now: u64) -> Option<H> {
+    pub(crate) fn poll<A: Arena<Handle = H>>(
+        &mut self,
+        arena: &mut A,
+        now: u64,
+        mut later: impl FnMut(&A, H) -> u64,
+    ) -> Option<H> {
         loop {
             if let Some(h) = self.due.pop_front(arena) {
+                let linked = arena.header(h).deadline;
+                let deadline = Self::refresh(arena, h, &mut later);
+                if deadline != linked {
+                    // Into a level, or back into `due` behind what is due before it.
+                    self.place(arena, h, deadline);
+                    continue;
+                }
                 arena.set_linked(h, false);
                 self.len -= 1;
                 return Some(h);
             }
             match self.next_slot() {
                 Some((start, level, slot)) if start <= now => {
-                    self.cascade(arena, start, level, slot, now);
+                    self.cascade(arena, start, level, slot, now, &mut later);
                 }
                 _ => {
                     self.now = self.now.max(now);
@@ -273,13 +292,16 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
     /// order, so nodes with equal deadlines keep their relative order. The due list is empty
     /// (`poll` drains it first).
     ///
+    /// Each node walked is placed for its later deadline, if `later` reports one (see
+    /// `poll`), which is then its linked deadline.
+    ///
     /// Two shortcuts keep a timer from being walked more often than needed:
     /// - a level-0 slot holds one deadline, `start` itself, so its list becomes the due list
-    ///   whole, in O(1);
-    /// - a slot holding a single node lets time jump past `start`, to the node's deadline or
-    ///   to `target` if that is earlier: nothing else lies before the slot's end, which is
-    ///   after both. The node then lands in the due list or as low as it can, instead of
-    ///   cascading one level per step.
+    ///   whole, in O(1) (`poll` asks `later` as it hands each node out);
+    /// - a slot holding a single node lets time jump past `start`, to the node's deadline, to
+    ///   `target` or to the slot's last tick, whichever is earliest: nothing else lies before
+    ///   the slot's end. (Only a later deadline can be past the slot.) The node then lands in
+    ///   the due list or as low as it can, instead of cascading one level per step.
     fn cascade<A: Arena<Handle = H>>(
         &mut self,
         arena: &mut A,
@@ -287,6 +309,7 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
         level: usize,
         slot: usize,
         target: u64,
+        later: &mut impl FnMut(&A, H) -> u64,
     ) {
         debug_assert!(self.due.is_empty(), "cascading with due nodes waiting");
         self.cascades += 1;
@@ -300,18 +323,35 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
             return;
         }
         if let (Some(only), true) = (list.head, list.head == list.tail) {
-            let deadline = arena.header(only).deadline;
-            self.now = deadline.min(target).max(start);
+            let deadline = Self::refresh(arena, only, later);
+            self.now = deadline.min(target).min(slot_last(start, level)).max(start);
             self.place(arena, only, deadline);
             return;
         }
         self.now = start;
         let mut cursor = list.head;
         while let Some(h) = cursor {
-            let header = arena.header(h);
-            cursor = header.next;
-            let deadline = header.deadline;
+            cursor = arena.header(h).next;
+            let deadline = Self::refresh(arena, h, later);
             self.place(arena, h, deadline);
+        }
+    }
+
+    /// The deadline `h` is to be placed for: its linked one, or the later one `later`
+    /// reports, which then becomes its linked one.
+    #[inline]
+    fn refresh<A: Arena<Handle = H>>(
+        arena: &mut A,
+        h: H,
+        later: &mut impl FnMut(&A, H) -> u64,
+    ) -> u64 {
+        let linked = arena.header(h).deadline;
+        let moved = later(arena, h);
+        if moved > linked {
+            arena.header_mut(h).deadline = moved;
+            moved
+        } else {
+            linked
         }
     }
 

@@ -235,8 +235,55 @@ impl<T> IntrusiveWheel<T> {
     /// valid for as long as the owner keeps the node alive.
     #[inline]
     pub fn poll(&mut self, now: u64) -> Option<(NonNull<Node<T>>, u64)> {
+        self.poll_with(now, |_| 0)
+    }
+
+    /// [`poll`](Self::poll) for nodes whose owners may move their deadline later without the
+    /// wheel, by recording it in the node's value: `later` reads it from there.
+    ///
+    /// The wheel asks `later` whenever it walks a node, in a cascade and before handing a
+    /// due node out. A value after the node's linked deadline becomes its linked deadline,
+    /// and the node is placed again for it at once, so nodes still come out in deadline
+    /// order; a value not after it (0, say, for a node never moved) changes nothing. A node
+    /// handed out was due by the reading taken then: a deadline its owner moves after that
+    /// is for the caller to see.
+    ///
+    /// So a timer pushed back again and again, as a retransmission timer is by every
+    /// acknowledgement, is walked about once per slot it passes through instead of once more
+    /// at each old deadline.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::pin::pin;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use escapement_wheel::{IntrusiveWheel, Node};
+    ///
+    /// let mut wheel = IntrusiveWheel::new();
+    /// let node = pin!(Node::new(AtomicU64::new(0)));
+    /// // SAFETY: `node` is pinned on this stack frame and unlinked by `poll_with` before it
+    /// // is dropped.
+    /// unsafe { wheel.insert(node.as_ref(), 100) };
+    /// // The owner moves the deadline to 300 without touching the wheel.
+    /// node.value().store(300, Ordering::Relaxed);
+    ///
+    /// let later = |moved: &AtomicU64| moved.load(Ordering::Relaxed);
+    /// assert!(wheel.poll_with(299, later).is_none());
+    /// let (_, deadline) = wheel.poll_with(300, later).expect("due at tick 300");
+    /// assert_eq!(deadline, 300);
+    /// ```
+    #[inline]
+    pub fn poll_with(
+        &mut self,
+        now: u64,
+        mut later: impl FnMut(&T) -> u64,
+    ) -> Option<(NonNull<Node<T>>, u64)> {
         let mut nodes = Nodes(PhantomData);
-        let h = self.hierarchy.poll(&mut nodes, now)?;
+        // SAFETY: the wheel hands `later` only nodes linked into it, alive by the contract;
+        // `&T` is the value, which the wheel never writes.
+        let h = self
+            .hierarchy
+            .poll(&mut nodes, now, |_, h| later(unsafe { h.as_ref() }.value()))?;
         Some((h, nodes.header(h).deadline))
     }
 
@@ -376,6 +423,65 @@ mod tests {
         wheel.clear();
         // SAFETY: as above.
         assert_eq!(unsafe { wheel.deadline(a.as_ref()) }, None);
+    }
+
+    #[test]
+    fn a_node_moved_outside_the_wheel_is_placed_again_in_its_cascade() {
+        use std::cell::Cell;
+        let a = pin!(Node::new(Cell::new(0)));
+        let b = pin!(Node::new(Cell::new(0)));
+        let mut wheel = IntrusiveWheel::new();
+        // SAFETY: the nodes are declared before the wheel, so they outlive it.
+        unsafe {
+            wheel.insert(a.as_ref(), 100);
+            wheel.insert(b.as_ref(), 101);
+        }
+        // Both owners move their deadline to 1,000 without the wheel.
+        a.value().set(1_000);
+        b.value().set(1_000);
+        let later = |moved: &Cell<u64>| moved.get();
+        assert!(wheel.poll_with(999, later).is_none());
+        // The slot [64, 128) and then [960, 1024), each cascaded once: the old deadlines
+        // 100 and 101 never came up (they would have been two more level-0 slots).
+        assert_eq!(wheel.cascades(), 2);
+        // SAFETY: the nodes are linked into this wheel.
+        assert_eq!(unsafe { wheel.deadline(a.as_ref()) }, Some(1_000));
+        wheel.check_invariants();
+        let mut fired = Vec::new();
+        while let Some((node, deadline)) = wheel.poll_with(1_000, later) {
+            fired.push((node, deadline));
+        }
+        let expected = [(NonNull::from(&*a), 1_000), (NonNull::from(&*b), 1_000)];
+        assert_eq!(fired, expected, "fired at the new deadline, in their order");
+    }
+
+    #[test]
+    fn a_due_node_moved_outside_the_wheel_goes_back_behind_what_is_due_first() {
+        use std::cell::Cell;
+        let a = pin!(Node::new(Cell::new(0)));
+        let b = pin!(Node::new(Cell::new(0)));
+        let c = pin!(Node::new(Cell::new(0)));
+        let d = pin!(Node::new(Cell::new(0)));
+        let mut wheel = IntrusiveWheel::new();
+        // SAFETY: the nodes are declared before the wheel, so they outlive it.
+        unsafe {
+            wheel.insert(a.as_ref(), 5);
+            wheel.insert(b.as_ref(), 7);
+            wheel.insert(d.as_ref(), 8);
+            wheel.insert(c.as_ref(), 20);
+        }
+        let later = |moved: &Cell<u64>| moved.get();
+        let (first, _) = wheel.poll_with(10, later).expect("a is due");
+        assert_eq!(first, NonNull::from(&*a));
+        // b and d wait in the due list; b's owner moves it to 9, still due but after d, and
+        // c's owner moves it to 30.
+        b.value().set(9);
+        c.value().set(30);
+        assert_eq!(wheel.poll_with(10, later), Some((NonNull::from(&*d), 8)));
+        assert_eq!(wheel.poll_with(10, later), Some((NonNull::from(&*b), 9)));
+        assert_eq!(wheel.poll_with(29, later), None);
+        assert_eq!(wheel.poll_with(30, later), Some((NonNull::from(&*c), 30)));
+        assert!(wheel.is_empty());
     }
 
     #[test]

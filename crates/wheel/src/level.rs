@@ -44,6 +44,12 @@ pub(crate) fn slot_start(now: u64, level: usize, slot: usize) -> u64 {
     above | ((slot as u64) << shift)
 }
 
+/// The last tick of the slot of `level` that starts at `start`.
+#[inline]
+pub(crate) fn slot_last(start: u64, level: usize) -> u64 {
+    start | ((1u64 << (LEVEL_BITS as usize * level)) - 1)
+}
+
 /// Ticks one slot of `level` spans: `64^level`.
 #[cfg(test)]
 pub(crate) fn slot_width(level: usize) -> u128 {

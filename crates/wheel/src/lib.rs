@@ -48,6 +48,12 @@
 //!   (on x86-64) the unlink waits for the eighth cancel after it, so that the neighbours'
 //!   cache lines it writes can be prefetched meanwhile; the timer is gone for its key at once
 //!   (`slab.rs`, "Deferred cancels").
+//! - **Deadlines moved outside the wheel**: an intrusive node's owner may move its deadline
+//!   later by writing it into the node's value, without the wheel (the runtime does, without
+//!   its lock). [`IntrusiveWheel::poll_with`] reads that deadline whenever it walks the node,
+//!   in a cascade and before handing it out, and places the node for it at once, so a timer
+//!   pushed back again and again is walked once per slot it passes through, not once more
+//!   at each old deadline, and nodes still come out in deadline order.
 //!
 //! # Two APIs, one algorithm
 //!

@@ -184,7 +184,7 @@ impl<T> Wheel<T> {
         if self.slab.taken() != 0 {
             self.unlink_taken();
         }
-        let index = self.hierarchy.poll(&mut self.slab, now)?;
+        let index = self.hierarchy.poll(&mut self.slab, now, |_, _| 0)?;
         let key = self.slab.key(index);
         let deadline = self.slab.header(index).deadline;
         Some((key, deadline, self.slab.free(index)))

@@ -11,6 +11,7 @@
 //! that are freed as soon as they are unlinked), so under Miri it exercises the crate's
 //! `unsafe` code too.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -36,6 +37,14 @@ trait ModelWheel: Default {
     fn cascades(&self) -> u64;
     fn clear(&mut self);
     fn check_invariants(&self);
+    /// Whether the wheel's owner may move deadlines later without it (`extend`). Ties then
+    /// fire in an order the oracle cannot know, and `next_expiration` may report a node's
+    /// old deadline.
+    const EXTENDS: bool = false;
+    /// Moves a live timer's deadline later without telling the wheel.
+    fn extend(&mut self, _key: Self::Key, _deadline: u64) {
+        unreachable!("only a wheel with EXTENDS is asked to extend");
+    }
 }
 
 impl ModelWheel for Wheel<u64> {
@@ -165,6 +174,115 @@ impl ModelWheel for Intrusive {
     }
 }
 
+/// A heap node of the extending model: (id, value, the deadline its owner moved it to).
+type ExtendingNode = Pin<Box<Node<(u64, u64, Cell<u64>)>>>;
+
+/// An intrusive wheel polled with [`IntrusiveWheel::poll_with`], whose owner moves deadlines
+/// later by writing them into the node, as the runtime's timers do: `extend` touches only the
+/// node, never the wheel.
+#[derive(Default)]
+struct Extending {
+    // Declared first, as in `Intrusive`.
+    wheel: IntrusiveWheel<(u64, u64, Cell<u64>)>,
+    nodes: HashMap<u64, ExtendingNode>,
+    next_id: u64,
+}
+
+impl ModelWheel for Extending {
+    type Key = u64;
+    const EXTENDS: bool = true;
+    fn insert(&mut self, deadline: u64, value: u64) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let node =
+            self.nodes
+                .entry(id)
+                .or_insert(Box::pin(Node::new((id, value, Cell::new(deadline)))));
+        // SAFETY: as in `Intrusive::insert`.
+        unsafe { self.wheel.insert(node.as_ref(), deadline) };
+        id
+    }
+    fn remove(&mut self, id: u64) -> Option<u64> {
+        let node = self.nodes.remove(&id)?;
+        // SAFETY: as in `Intrusive::remove`.
+        let was_linked = unsafe { self.wheel.remove(node.as_ref()) };
+        assert!(was_linked, "a held node is linked");
+        Some(node.value().1)
+    }
+    fn reschedule(&mut self, id: u64, deadline: u64) -> bool {
+        let Some(node) = self.nodes.get(&id) else {
+            return false;
+        };
+        // Linking it again, earlier or later, sets the owner's deadline too, as a
+        // registration under the runtime's lock does.
+        node.value().2.set(deadline);
+        // SAFETY: as in `Intrusive::insert`.
+        unsafe { self.wheel.insert(node.as_ref(), deadline) };
+        true
+    }
+    fn extend(&mut self, id: u64, deadline: u64) {
+        let moved = &self.nodes[&id].value().2;
+        assert!(
+            deadline >= moved.get(),
+            "an extension moves the deadline later"
+        );
+        moved.set(deadline);
+    }
+    fn deadline(&self, id: u64) -> Option<u64> {
+        let node = self.nodes.get(&id)?;
+        // SAFETY: the node belongs to this wheel.
+        let linked = unsafe { self.wheel.deadline(node.as_ref()) }?;
+        assert!(
+            linked <= node.value().2.get(),
+            "the wheel linked a node past its owner's deadline"
+        );
+        Some(node.value().2.get())
+    }
+    fn contains(&self, id: u64) -> bool {
+        self.deadline(id).is_some()
+    }
+    fn poll(&mut self, now: u64) -> Option<(u64, u64, u64)> {
+        let (node, deadline) = self.wheel.poll_with(now, |(_, _, moved)| moved.get())?;
+        // SAFETY: as in `Intrusive::poll`.
+        let (id, value, moved) = unsafe { node.as_ref() }.value();
+        assert_eq!(
+            deadline,
+            moved.get(),
+            "a node is handed out at its owner's deadline"
+        );
+        let (id, value) = (*id, *value);
+        assert!(
+            self.nodes.remove(&id).is_some(),
+            "the wheel fired a node it did not hold"
+        );
+        Some((id, deadline, value))
+    }
+    fn now(&self) -> u64 {
+        self.wheel.now()
+    }
+    fn len(&self) -> usize {
+        self.wheel.len()
+    }
+    fn next_expiration(&self) -> Option<u64> {
+        self.wheel.next_expiration()
+    }
+    fn cascades(&self) -> u64 {
+        self.wheel.cascades()
+    }
+    fn clear(&mut self) {
+        self.wheel.clear();
+        self.nodes.clear();
+    }
+    fn check_invariants(&self) {
+        self.wheel.check_invariants();
+        assert_eq!(
+            self.nodes.len(),
+            self.wheel.len(),
+            "held nodes are the linked nodes"
+        );
+    }
+}
+
 /// One step of the model.
 #[derive(Debug, Clone)]
 enum Op {
@@ -174,6 +292,9 @@ enum Op {
     Remove(usize),
     /// Reschedule the live timer at this position.
     Reschedule(usize, Deadline),
+    /// Move the live timer at this position this many ticks later without telling the wheel
+    /// (saturating; a wheel without `EXTENDS` ignores it).
+    Extend(usize, u64),
     /// Use a key of a removed or fired timer.
     Stale(usize),
     /// Poll with now advanced by this many ticks (saturating).
@@ -322,6 +443,16 @@ impl<W: ModelWheel> Model<W> {
                     self.original.insert(key, value);
                 }
             }
+            Op::Extend(i, by) => {
+                if let Some(key) = self.pick_live(i).filter(|_| W::EXTENDS) {
+                    let old = self.live[&key];
+                    let deadline = old.0.saturating_add(by);
+                    self.wheel.extend(key, deadline);
+                    self.oracle.remove(&old);
+                    self.oracle.insert((deadline, old.1), key);
+                    self.live.insert(key, (deadline, old.1));
+                }
+            }
             Op::Stale(i) => {
                 if !self.stale.is_empty() {
                     let key = self.stale[i % self.stale.len()];
@@ -338,8 +469,14 @@ impl<W: ModelWheel> Model<W> {
                     let cascades = self.wheel.cascades();
                     let len = self.wheel.len();
                     self.poll(next);
+                    // Or, for a node whose owner moved it, placed it again for later.
+                    let moved_on = W::EXTENDS
+                        && self
+                            .wheel
+                            .next_expiration()
+                            .is_none_or(|after| after > next);
                     assert!(
-                        self.wheel.len() < len || self.wheel.cascades() > cascades,
+                        self.wheel.len() < len || self.wheel.cascades() > cascades || moved_on,
                         "polling at next_expiration {next} made no progress"
                     );
                 }
@@ -379,6 +516,11 @@ impl<W: ModelWheel> Model<W> {
         let fired = self.wheel.poll(target);
         match (expected, fired) {
             (Some(((deadline, seq), key)), Some((fired_key, fired_deadline, value))) => {
+                // Ties among moved timers fire in an order the oracle does not know.
+                let (key, seq) = match self.live.get(&fired_key) {
+                    Some(&(d, s)) if W::EXTENDS && d == deadline => (fired_key, s),
+                    _ => (key, seq),
+                };
                 assert_eq!(
                     (fired_key, fired_deadline),
                     (key, deadline),
@@ -428,13 +570,13 @@ impl<W: ModelWheel> Model<W> {
                     next <= earliest,
                     "next_expiration {next} is after the earliest deadline {earliest}"
                 );
-                if earliest <= now || (earliest ^ now) < 64 {
+                if !W::EXTENDS && (earliest <= now || (earliest ^ now) < 64) {
                     assert_eq!(
                         next, earliest,
                         "a level-0 or due deadline is reported exactly"
                     );
                 }
-                if earliest > now {
+                if earliest > now && !W::EXTENDS {
                     assert!(
                         next > now,
                         "nothing is due, so the next event is in the future"
@@ -498,6 +640,19 @@ fn random_op(rng: &mut SmallRng, live: usize, target_live: usize) -> Op {
     }
 }
 
+/// `random_op`, with one step in six moving a live timer later without the wheel: mostly
+/// by less than a level-1 slot, sometimes across levels.
+fn random_extending_op(rng: &mut SmallRng, live: usize, target_live: usize) -> Op {
+    if rng.random_range(0..6) == 0 {
+        let by = match rng.random_range(0..4) {
+            0 => magnitude(rng, 6..40),
+            _ => rng.random_range(1..200),
+        };
+        return Op::Extend(rng.random_range(0..usize::MAX), by);
+    }
+    random_op(rng, live, target_live)
+}
+
 /// Total random steps: millions normally, a small configuration under Miri.
 fn total_steps() -> u64 {
     if cfg!(miri) {
@@ -514,6 +669,14 @@ fn run_random<W: ModelWheel>(total: u64) {
 }
 
 fn run_random_on<W: ModelWheel>(total: u64, make: impl Fn() -> W) {
+    run_random_with(total, make, random_op);
+}
+
+fn run_random_with<W: ModelWheel>(
+    total: u64,
+    make: impl Fn() -> W,
+    next_op: impl Fn(&mut SmallRng, usize, usize) -> Op,
+) {
     let seeds = 8;
     for seed in 0..seeds {
         let mut rng = SmallRng::seed_from_u64(0xE5CA_9E00 + seed);
@@ -526,7 +689,7 @@ fn run_random_on<W: ModelWheel>(total: u64, make: impl Fn() -> W) {
         };
         let target_live = sizes[seed as usize % sizes.len()];
         for _ in 0..total / seeds {
-            let op = random_op(&mut rng, model.wheel.len(), target_live);
+            let op = next_op(&mut rng, model.wheel.len(), target_live);
             model.apply(&op);
         }
         assert_eq!(model.steps, total / seeds);
@@ -557,6 +720,11 @@ fn random_operations_on_intrusive_nodes_match_the_oracle() {
     run_random::<Intrusive>(total_steps() / 4);
 }
 
+#[test]
+fn random_operations_with_deadlines_moved_outside_the_wheel_match_the_oracle() {
+    run_random_with(total_steps() / 4, Extending::default, random_extending_op);
+}
+
 fn deadline_strategy() -> impl Strategy<Value = Deadline> {
     prop_oneof![
         (0u64..200).prop_map(Deadline::Near),
@@ -579,6 +747,13 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => Just(Op::PollNext),
         1 => prop_oneof![0u64..300, any::<u64>()].prop_map(Op::Drain),
         1 => Just(Op::Clear),
+    ]
+}
+
+fn extending_op_strategy() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        5 => op_strategy(),
+        1 => (any::<usize>(), prop_oneof![1u64..200, 0u64..1 << 30]).prop_map(|(i, by)| Op::Extend(i, by)),
     ]
 }
 
@@ -612,6 +787,14 @@ proptest! {
     #[test]
     fn any_operation_sequence_with_deferred_cancels_matches_the_oracle(ops in proptest::collection::vec(op_strategy(), 0..max_ops())) {
         let mut model = Model::with_wheel(deferring());
+        for op in &ops {
+            model.apply(op);
+        }
+    }
+
+    #[test]
+    fn any_operation_sequence_with_deadlines_moved_outside_the_wheel_matches_the_oracle(ops in proptest::collection::vec(extending_op_strategy(), 0..max_ops())) {
+        let mut model = Model::<Extending>::new();
         for op in &ops {
             model.apply(op);
         }

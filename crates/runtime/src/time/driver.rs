@@ -50,9 +50,13 @@
 //! - `state`: the driver moves it only under the lock. The owner writes a tick under the lock
 //!   when it registers or moves the timer earlier, and without the lock when it moves the
 //!   deadline later: a CAS from the armed tick to the later one, which fails if the driver
-//!   claimed the entry first. The node then stays linked at the earlier tick; when that tick
-//!   comes the driver finds a later `state` and links the node again there, so a reset to a
-//!   later deadline never takes the lock.
+//!   claimed the entry first. The node then stays linked at the earlier tick until the
+//!   driver next walks it, under the lock: the wheel reads `state` in every cascade that
+//!   moves the node and before it hands the node out (`IntrusiveWheel::poll_with`), and
+//!   places it for the later tick there. So a reset to a later deadline never takes the
+//!   lock, and a timer pushed back again and again costs the driver one walk per wheel slot
+//!   it passes through, not one more at each old deadline. A move the wheel did not see is
+//!   found when the driver claims the entry, which then links it again instead.
 //! - The waker: the owner registers before it checks `state`; the driver sets `FIRING`
 //!   before it takes the waker. Either the owner sees `FIRING`/`FIRED` or the driver takes
 //!   the new waker, so no wake is lost. Wakers are collected under the lock and woken after

@@ -118,7 +118,7 @@ impl Driver {
             let mut done = false;
             let mut batch = 0;
             while !wakers.is_full() {
-                let Some((node, _)) = inner.wheel.poll(now_tick) else {
+                let Some((node, _)) = inner.wheel.poll_with(now_tick, moved_deadline) else {
                     done = true;
                     break;
                 };
@@ -148,7 +148,7 @@ impl Driver {
     }
 
     /// A node the wheel handed out at `now`: fire it, or, if its owner moved the deadline
-    /// later, link it again there. Returns its waker and deadline tick when it fired.
+    /// later after the wheel read it (`moved_deadline`), link it again there. Returns its waker and deadline tick when it fired.
     fn fire_or_relink(
         &self,
         inner: &mut Inner,
@@ -191,6 +191,22 @@ impl Driver {
         while self.waking.load(Ordering::Acquire) != 0 {
             crate::loom::thread::yield_now();
         }
+    }
+}
+
+/// The deadline an entry's owner moved it to without the lock, for the wheel to place it
+/// by whenever it walks the node (a cascade, or handing it out), instead of relinking it
+/// only at the old deadline; 0 (no move) for a state that is not a tick.
+///
+/// Relaxed: the reading only decides where the node goes. Whether it fires is decided by
+/// `fire_or_relink`'s own Acquire load, and a deadline moved after this one is found there.
+fn moved_deadline(shared: &TimerShared) -> u64 {
+    let state = shared.state.load(Ordering::Relaxed);
+    shared.touched();
+    if state <= MAX_TICK {
+        state
+    } else {
+        0
     }
 }
 
