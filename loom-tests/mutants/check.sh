@@ -28,6 +28,7 @@ models=(
     "17-stand-in-counts-on-worker0-being-woken overdue_handoff"
     "18-park-finish-publishes-nothing overdue_handoff"
     "19-auto-advance-checks-then-moves auto_advance"
+    "20-fire-trusts-the-wheels-reading-of-the-deadline timer_reset"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"
