@@ -169,7 +169,8 @@ fn ends_in_block(expr: &Expr) -> bool {
 /// Removes `mut` and `ref` from a pattern's bindings: the pattern is tried against a shared
 /// reference to the output first, where bindings borrow, and `mut` or `ref` there would move
 /// out of it or be refused. `&mut` patterns stay: nested in a pattern they match through
-/// the shared reference as they are (`Some(&mut n)`); at its top they cannot.
+/// the shared reference as they are (`Some(&mut n)`); at its top they are peeled off first
+/// (`peel_references`).
 struct Clean;
 
 impl VisitMut for Clean {
@@ -177,6 +178,25 @@ impl VisitMut for Clean {
         ident.by_ref = None;
         ident.mutability = None;
         syn::visit_mut::visit_pat_ident_mut(self, ident);
+    }
+}
+
+/// The pattern under its top-level `&` and `&mut` layers (and parentheses), and how many
+/// there were. A reference pattern cannot match through the shared reference the output is
+/// tried with (`&mut d` against `&&mut T`), so the output is dereferenced that many times
+/// instead and the rest of the pattern tried against that.
+fn peel_references(pattern: &Pat) -> (Pat, usize) {
+    let mut pattern = pattern;
+    let mut derefs = 0;
+    loop {
+        match pattern {
+            Pat::Reference(reference) => {
+                pattern = &reference.pat;
+                derefs += 1;
+            }
+            Pat::Paren(paren) => pattern = &paren.pat,
+            _ => return (pattern.clone(), derefs),
+        }
     }
 }
 
@@ -237,8 +257,9 @@ impl Select {
         });
         let polls = self.branches.iter().enumerate().map(|(i, branch)| {
             let (future, variant, bit) = (&futures[i], &variants[i], &bits[i]);
-            let mut pattern = branch.pattern.clone();
+            let (mut pattern, derefs) = peel_references(&branch.pattern);
             Clean.visit_pat_mut(&mut pattern);
+            let derefs = (0..derefs).map(|_| quote_spanned!(site=> *));
             let i = i as u32;
             quote_spanned! {site=>
                 #i => {
@@ -249,7 +270,7 @@ impl Select {
                         ::core::task::Poll::Ready(#output) => #output,
                         ::core::task::Poll::Pending => continue,
                     };
-                    match &#output {
+                    match &#(#derefs)*#output {
                         #[allow(unused_variables)]
                         #pattern => {}
                         #[allow(unreachable_patterns)]
@@ -355,6 +376,23 @@ mod tests {
         );
         let many: TokenStream = (0..65).map(|_| quote!(_ = a => 1,)).collect();
         assert!(message(quote!((::escapement) #many)).contains("at most 64"));
+    }
+
+    #[test]
+    fn top_level_reference_patterns_are_peeled() {
+        let peeled = |pattern: Pat| {
+            let (inner, derefs) = peel_references(&pattern);
+            (quote!(#inner).to_string(), derefs)
+        };
+        assert_eq!(
+            peeled(syn::parse_quote!(&mut (a, Some(&mut b)))),
+            (quote!((a, Some(&mut b))).to_string(), 1)
+        );
+        assert_eq!(peeled(syn::parse_quote!((&&x))), (quote!(x).to_string(), 2));
+        assert_eq!(
+            peeled(syn::parse_quote!(Some(x))),
+            (quote!(Some(x)).to_string(), 0)
+        );
     }
 
     #[test]

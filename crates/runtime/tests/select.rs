@@ -243,3 +243,21 @@ fn a_nested_mut_reference_pattern_binds_through_it() {
         assert_eq!(doubled, 2);
     });
 }
+
+#[test]
+fn a_top_level_reference_pattern_binds_through_the_output() {
+    paused(1).block_on(async {
+        let mut value = 3;
+        let tripled = escapement::select! {
+            &mut n = ready(&mut value) => n * 3,
+        };
+        assert_eq!(tripled, 9);
+        // A refutable pattern under the reference still disables its branch when it fails.
+        let pair = (0, Some(5));
+        let picked = escapement::select! {
+            &(_, Some(1)) = ready(&pair) => "one",
+            &(_, Some(n)) = ready(&pair) => if n == 5 { "five" } else { "other" },
+        };
+        assert_eq!(picked, "five");
+    });
+}
