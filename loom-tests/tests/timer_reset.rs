@@ -7,32 +7,47 @@
 use escapement::loom_api::{Driver, TimerPoll};
 use escapement_loom_tests::{process_on_worker0, registered_timer};
 
-#[test]
-fn reset_later_racing_fire() {
-    loom::model(|| {
+/// A timer armed for `armed` is reset to `moved` while worker 0 processes `armed`; `other`,
+/// if given, is a second timer due after `armed`, left alone. Whoever wins, the timer then
+/// waits for `moved` and fires there once; `other` fires at its own deadline.
+fn reset_later_racing_worker0(armed: u64, moved: u64, other: Option<u64>) {
+    loom::model(move || {
         let (driver, _worker0) = Driver::new(true);
-        let (mut timer, waker, wakes) = registered_timer(&driver, 5);
+        let (mut timer, waker, wakes) = registered_timer(&driver, armed);
+        let mut other = other.map(|tick| (tick, registered_timer(&driver, tick)));
 
-        let worker0 = process_on_worker0(&driver, 5);
-        timer.reset(9);
+        let worker0 = process_on_worker0(&driver, armed);
+        timer.reset(moved);
         worker0.join().unwrap();
 
-        // Whoever won, the timer now waits for tick 9.
         assert_eq!(
             timer.poll(&waker),
             TimerPoll::Pending,
             "fired at the old deadline"
         );
         let early = wakes.count();
-        assert_eq!(driver.process(8), 0, "fired before the new deadline");
+        if let Some((tick, (other, other_waker, _))) = &mut other {
+            assert_eq!(
+                driver.process(*tick),
+                1,
+                "the other timer, at its own deadline"
+            );
+            assert_eq!(other.poll(other_waker), TimerPoll::Ready);
+        }
         assert_eq!(
-            driver.process(9),
-            1,
-            "the reset timer fires once, at tick 9"
+            driver.process(moved - 1),
+            0,
+            "fired before the new deadline"
         );
+        assert_eq!(driver.process(moved), 1, "fires once, at the new deadline");
         assert_eq!(wakes.count(), early + 1);
         assert_eq!(timer.poll(&waker), TimerPoll::Ready);
     });
+}
+
+#[test]
+fn reset_later_racing_fire() {
+    reset_later_racing_worker0(5, 9, None);
 }
 
 #[test]
@@ -40,32 +55,7 @@ fn reset_later_racing_a_cascade() {
     // Tick 100 is in level 1, so worker 0 reaches it through a cascade, which reads the
     // moved deadline with the node in hand and may place it for tick 300 there. A second
     // timer in the same slot makes the cascade walk its list.
-    loom::model(|| {
-        let (driver, _worker0) = Driver::new(true);
-        let (mut timer, waker, wakes) = registered_timer(&driver, 100);
-        let (mut other, other_waker, _) = registered_timer(&driver, 101);
-
-        let worker0 = process_on_worker0(&driver, 100);
-        timer.reset(300);
-        worker0.join().unwrap();
-
-        assert_eq!(
-            timer.poll(&waker),
-            TimerPoll::Pending,
-            "fired at the old deadline"
-        );
-        let early = wakes.count();
-        assert_eq!(
-            driver.process(101),
-            1,
-            "the other timer, at its own deadline"
-        );
-        assert_eq!(other.poll(&other_waker), TimerPoll::Ready);
-        assert_eq!(driver.process(299), 0, "fired before the new deadline");
-        assert_eq!(driver.process(300), 1, "fires once, at tick 300");
-        assert_eq!(wakes.count(), early + 1);
-        assert_eq!(timer.poll(&waker), TimerPoll::Ready);
-    });
+    reset_later_racing_worker0(100, 300, Some(101));
 }
 
 #[test]
