@@ -148,7 +148,8 @@ impl Driver {
     }
 
     /// A node the wheel handed out at `now`: fire it, or, if its owner moved the deadline
-    /// later after the wheel read it (`moved_deadline`), link it again there. Returns its waker and deadline tick when it fired.
+    /// later after the wheel read it (`moved_deadline`), link it again there. Returns its
+    /// waker and deadline tick when it fired.
     fn fire_or_relink(
         &self,
         inner: &mut Inner,
