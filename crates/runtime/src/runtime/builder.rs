@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::{Handle, Runtime};
 use crate::loom::{thread, Arc};
 use crate::park::Parker;
-use crate::scheduler::worker::{Park, Worker};
+use crate::scheduler::worker::{Core, Park, Worker};
 use crate::scheduler::{Local, Remote, Shared};
 use crate::task::BlockingPool;
 use crate::time::clock::Clock;
@@ -273,17 +273,15 @@ impl Builder {
                     },
                 )),
                 self.name.as_deref().map(Box::from),
+                Box::from(self.thread_name.as_deref().unwrap_or("escapement-worker")),
             )),
         };
         let mut threads = Vec::with_capacity(workers);
         for (index, (queue, park)) in queues.into_iter().zip(parks).enumerate() {
-            let worker = Worker::new(handle.clone(), index, park);
+            let worker = Worker::new(handle.clone(), index);
             let spawned = thread::Builder::new()
-                .name(format!(
-                    "{}-{index}",
-                    self.thread_name.as_deref().unwrap_or("escapement-worker")
-                ))
-                .spawn(move || worker.run(queue));
+                .name(handle.shared.worker_thread_name(index))
+                .spawn(move || worker.run(Core { queue, park }));
             match spawned {
                 Ok(thread) => threads.push(thread),
                 Err(error) => {

@@ -153,7 +153,7 @@ impl Handle {
     #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         assert!(
-            !worker::is_worker_thread(),
+            !worker::is_nonblocking_worker_thread(),
             "block_on was called on a runtime worker thread; \
              await the future instead of blocking the worker"
         );

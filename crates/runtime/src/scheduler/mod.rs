@@ -12,6 +12,7 @@ pub(crate) mod worker;
 
 use std::fmt;
 
+use crate::loom::thread::JoinHandle as ThreadHandle;
 use crate::loom::{fence, Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::park::Unparker;
 use crate::runtime::Handle;
@@ -32,9 +33,14 @@ pub(crate) struct Shared {
     /// The threads of `spawn_blocking`.
     pub(crate) blocking: Arc<BlockingPool<BlockingJob>>,
     shutdown: AtomicBool,
-    /// Workers still in their loop, and a condvar the shutdown waits on.
+    /// Worker threads still in their loop (those a worker was handed to by
+    /// `block_in_place` included), and a condvar the shutdown waits on.
     live_workers: Mutex<usize>,
     workers_exited: Condvar,
+    /// The threads `block_in_place` handed a worker to, for the shutdown to join.
+    handed_off: Mutex<Vec<ThreadHandle<()>>>,
+    /// Worker threads are named this, a dash and their index.
+    worker_name: Box<str>,
     /// Tasks spawned so far (for metrics and tests).
     pub(crate) spawned: AtomicUsize,
     /// The runtime's name, from [`Builder::name`](crate::Builder::name).
@@ -54,6 +60,7 @@ impl Shared {
         driver: Arc<Driver>,
         blocking: Arc<BlockingPool<BlockingJob>>,
         name: Option<Box<str>>,
+        worker_name: Box<str>,
     ) -> Shared {
         let workers = remotes.len();
         Shared {
@@ -66,6 +73,8 @@ impl Shared {
             shutdown: AtomicBool::new(false),
             live_workers: Mutex::new(workers),
             workers_exited: Condvar::new(),
+            handed_off: Mutex::new(Vec::new()),
+            worker_name,
             spawned: AtomicUsize::new(0),
             name,
         }
@@ -108,6 +117,30 @@ impl Shared {
         while let Some(task) = steal_any(&self.injector) {
             drop(task);
         }
+    }
+
+    /// The name of worker `index`'s thread.
+    pub(crate) fn worker_thread_name(&self, index: usize) -> String {
+        format!("{}-{index}", self.worker_name)
+    }
+
+    /// A thread is about to enter the worker loop in place of one that stays in it until its
+    /// current poll returns (`block_in_place`).
+    pub(crate) fn worker_entered(&self) {
+        *self.live_workers.lock() += 1;
+    }
+
+    /// Keeps the thread a worker was handed to, for the shutdown to join; drops the handles
+    /// of those that finished.
+    pub(crate) fn keep_handed_off(&self, thread: ThreadHandle<()>) {
+        let mut threads = self.handed_off.lock();
+        threads.retain(|thread| !crate::loom::is_finished(thread));
+        threads.push(thread);
+    }
+
+    /// The threads workers were handed to, for the shutdown.
+    pub(crate) fn take_handed_off(&self) -> Vec<ThreadHandle<()>> {
+        std::mem::take(&mut *self.handed_off.lock())
     }
 
     pub(crate) fn worker_exited(&self) {

@@ -13,13 +13,39 @@
 //! with its clock and, if it has passed, fires what is due in each shard whose lock is free; and
 //! a worker that goes idle while worker 0 is not parked sleeps only until the next deadline,
 //! then does the same. Worker 0 keeps sole charge of parking on the next expiry.
+//!
+//! # Handing a worker to another thread
+//!
+//! A worker is its [`Core`] (its queue and what it parks on) and its index, not its thread.
+//! While the thread polls a task it is in the `Polling` role (`ROLE`), and
+//! [`task::block_in_place`](crate::task::block_in_place) may then move the core to a new
+//! thread, which runs the same worker's loop, so the tasks queued here and, for worker 0, the
+//! timers go on while the closure blocks this one. The steps, all on the old thread:
+//!
+//! 1. Take the core out of `LOCAL`; count the new thread among the live workers (shutdown
+//!    waits for it) and among the driver's active threads (a paused clock does not jump
+//!    while it starts).
+//! 2. Start the thread, which takes the core and runs the loop. If it cannot start, put
+//!    everything back: the closure then blocks this worker, as any blocking call would, and
+//!    the stand-ins of the other workers cover its timers.
+//! 3. Mark `LOCAL` as in the closure while it runs: the thread may block there
+//!    (`Handle::block_on` works), and, its core gone, a task woken there goes to the
+//!    injector. It still counts among the live workers, so a runtime dropped there waits for
+//!    the others but not for itself, and not for blocking closures, as from async code.
+//! 4. Once the poll returns, `ROLE` says `HandedOff` and the old thread leaves the loop, its
+//!    own exit balancing the count of step 1. It was active until then, so a paused clock
+//!    does not jump while the closure runs.
+//!
+//! A task woken on the old thread after step 1 goes to the injector: `push_local` finds no
+//! queue. Nothing else of the worker stays behind: its `Worker` on the old stack keeps only
+//! the turn counter and the stealing heuristics.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 
 use super::queue::{Local, Steal};
 use super::Shared;
-use crate::loom::{thread_local_const, Arc};
+use crate::loom::{thread, thread_local_const, Arc, Mutex};
 use crate::park::Parker;
 use crate::runtime::context;
 use crate::runtime::Handle;
@@ -36,14 +62,44 @@ const OVERDUE_CHECK_INTERVAL: u32 = 4;
 type Task = Notified<Handle>;
 
 thread_local_const! {
-    /// The local queue of the worker running on this thread, if any.
+    /// The worker running on this thread, if any.
     static LOCAL: RefCell<Option<WorkerLocal>> = RefCell::new(None);
 }
 
+thread_local_const! {
+    /// What the worker on this thread is doing, for `block_in_place`.
+    static ROLE: Cell<Role> = Cell::new(Role::Other);
+}
+
+/// What a worker thread is doing, as far as handing its worker to another thread goes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Not polling a task: its loop may be using the core.
+    Other,
+    /// Polling a task, inside `run_task`: the core may be handed off.
+    Polling,
+    /// It handed its core off during the current poll and leaves the loop after it.
+    HandedOff,
+}
+
+/// What makes a worker: its queue, the other workers' way in to it (the queue's stealer, in
+/// `Shared`) aside, and what it parks on. [`task::block_in_place`](crate::task::block_in_place)
+/// moves it to another thread.
+pub(crate) struct Core {
+    pub(crate) queue: Local<Task>,
+    pub(crate) park: Park,
+}
+
 struct WorkerLocal {
-    /// Which runtime the worker belongs to (compared by address only).
-    shared: *const Shared,
-    queue: Local<Task>,
+    /// Which runtime the worker belongs to (compared by address for `push_local`).
+    handle: Handle,
+    index: usize,
+    /// `None` on a thread that handed its worker to another.
+    queue: Option<Local<Task>>,
+    /// Taken out while the worker parks; `None` too once handed off.
+    park: Option<Park>,
+    /// In the closure of `block_in_place`, after handing the core off.
+    in_closure: bool,
 }
 
 /// How a worker sleeps.
@@ -57,7 +113,6 @@ pub(crate) enum Park {
 pub(crate) struct Worker {
     handle: Handle,
     index: usize,
-    park: Park,
     searching: bool,
     turn: u32,
     /// State of a xorshift generator, to pick whom to steal from first.
@@ -70,8 +125,12 @@ pub(crate) fn push_local(shared: &Shared, task: Task) -> Result<(), Task> {
     let mut task = Some(task);
     let pushed = LOCAL
         .try_with(|local| match &*local.borrow() {
-            Some(local) if std::ptr::eq(local.shared, shared) => {
-                local.queue.push(task.take().expect("pushed once"));
+            Some(WorkerLocal {
+                handle,
+                queue: Some(queue),
+                ..
+            }) if std::ptr::eq(&*handle.shared, shared) => {
+                queue.push(task.take().expect("pushed once"));
                 true
             }
             _ => false,
@@ -83,31 +142,121 @@ pub(crate) fn push_local(shared: &Shared, task: Task) -> Result<(), Task> {
     }
 }
 
-/// Whether this thread is one of the workers of the runtime `shared` belongs to.
+/// Whether this thread is one of the workers of the runtime `shared` belongs to (counted
+/// among its live workers), with its core or having handed it off.
 pub(crate) fn is_worker_of(shared: &Shared) -> bool {
     LOCAL
         .try_with(|local| {
             local
                 .borrow()
                 .as_ref()
-                .is_some_and(|local| std::ptr::eq(local.shared, shared))
+                .is_some_and(|local| std::ptr::eq(&*local.handle.shared, shared))
         })
         .unwrap_or(false)
 }
 
-/// Whether this thread is a worker of any runtime.
+/// Whether this thread is a worker of any runtime, with its core or having handed it off.
 pub(crate) fn is_worker_thread() -> bool {
     LOCAL
         .try_with(|local| local.borrow().is_some())
         .unwrap_or(false)
 }
 
+/// Whether this thread is a worker of any runtime that must not block: not in the closure
+/// of `block_in_place`.
+pub(crate) fn is_nonblocking_worker_thread() -> bool {
+    LOCAL
+        .try_with(|local| {
+            local
+                .borrow()
+                .as_ref()
+                .is_some_and(|local| !local.in_closure)
+        })
+        .unwrap_or(false)
+}
+
+/// Hands the worker on this thread to a new thread, if this thread is a worker polling a
+/// task (the steps are in the module's note). Until the returned guard drops, this thread may
+/// block. `None`, with nothing changed, anywhere else, or if the new thread could not start.
+pub(crate) fn hand_off() -> Option<InClosure> {
+    if ROLE.try_with(Cell::get).ok()? != Role::Polling {
+        return None;
+    }
+    // Step 1.
+    let (core, handle, index) = LOCAL.with(|local| {
+        let mut local = local.borrow_mut();
+        let local = local.as_mut().expect("a polling worker is in LOCAL");
+        let core = Core {
+            queue: local.queue.take().expect("a polling worker has its queue"),
+            park: local.park.take().expect("a polling worker has its park"),
+        };
+        (core, local.handle.clone(), local.index)
+    });
+    let shared = &handle.shared;
+    shared.worker_entered();
+    shared.driver.activate();
+    // Step 2: the core travels through a slot, so that a thread that never starts leaves it
+    // behind.
+    let slot = Arc::new(Mutex::new(Some(core)));
+    let spawned = thread::Builder::new()
+        .name(shared.worker_thread_name(index))
+        .spawn({
+            let (handle, slot) = (handle.clone(), slot.clone());
+            move || {
+                let core = slot.lock().take();
+                if let Some(core) = core {
+                    Worker::new(handle, index).run(core);
+                }
+            }
+        });
+    match spawned {
+        Ok(thread) => shared.keep_handed_off(thread),
+        Err(_) => {
+            let core = slot
+                .lock()
+                .take()
+                .expect("a thread that never started left the core");
+            LOCAL.with(|local| {
+                let mut local = local.borrow_mut();
+                let local = local.as_mut().expect("still in LOCAL");
+                local.queue = Some(core.queue);
+                local.park = Some(core.park);
+            });
+            shared.driver.deactivate();
+            shared.worker_exited();
+            return None;
+        }
+    }
+    // Step 3: this thread's timer metrics go to the shared block from now on.
+    shared.driver.metrics().exit_worker();
+    ROLE.with(|role| role.set(Role::HandedOff));
+    set_in_closure(true);
+    Some(InClosure(()))
+}
+
+fn set_in_closure(in_closure: bool) {
+    let _ = LOCAL.try_with(|local| {
+        if let Some(local) = local.borrow_mut().as_mut() {
+            local.in_closure = in_closure;
+        }
+    });
+}
+
+/// From [`hand_off`]: while it lives, the thread may block; when it drops, the thread is a
+/// worker thread without a core until its poll returns.
+pub(crate) struct InClosure(());
+
+impl Drop for InClosure {
+    fn drop(&mut self) {
+        set_in_closure(false);
+    }
+}
+
 impl Worker {
-    pub(crate) fn new(handle: Handle, index: usize, park: Park) -> Worker {
+    pub(crate) fn new(handle: Handle, index: usize) -> Worker {
         Worker {
             handle,
             index,
-            park,
             searching: false,
             turn: 0,
             rng: 0x9E37_79B9 ^ (index as u32 + 1).wrapping_mul(0x85EB_CA6B),
@@ -118,14 +267,20 @@ impl Worker {
         &self.handle.shared
     }
 
-    /// The worker's loop, until shutdown.
-    pub(crate) fn run(mut self, queue: Local<Task>) {
+    /// The worker's loop, until shutdown or until `block_in_place` hands `core` to another
+    /// thread.
+    pub(crate) fn run(mut self, core: Core) {
         let _enter = context::enter(self.handle.clone());
-        let shared_ptr: *const Shared = &**self.shared();
+        if let Park::Driver(parker) = &core.park {
+            parker.on_worker_thread();
+        }
         LOCAL.with(|local| {
             *local.borrow_mut() = Some(WorkerLocal {
-                shared: shared_ptr,
-                queue,
+                handle: self.handle.clone(),
+                index: self.index,
+                queue: Some(core.queue),
+                park: Some(core.park),
+                in_closure: false,
             })
         });
         let driver = self.shared().driver.clone();
@@ -136,9 +291,6 @@ impl Worker {
         // Whatever happens below, even a panic in the runtime itself, the worker leaves as
         // a worker, so shutdown never waits for it forever.
         let _exit = Exit(self.shared().clone());
-        if let Park::Driver(parker) = &self.park {
-            parker.on_worker_thread();
-        }
         while !self.shared().is_shutdown() {
             self.turn = self.turn.wrapping_add(1);
             if self.index == 0 {
@@ -147,14 +299,19 @@ impl Worker {
                 driver.try_process_overdue();
             }
             if let Some(task) = self.next_task().or_else(|| self.steal()) {
-                self.run_task(task);
+                if self.run_task(task) == Role::HandedOff {
+                    // Active until now, as the closure ran here (step 4).
+                    driver.deactivate();
+                    break;
+                }
                 continue;
             }
             self.park();
         }
     }
 
-    fn run_task(&mut self, task: Task) {
+    /// Runs `task`; returns `HandedOff` if its poll handed the worker to another thread.
+    fn run_task(&mut self, task: Task) -> Role {
         if self.searching {
             self.searching = false;
             if self.shared().idle.transition_from_searching() {
@@ -162,17 +319,39 @@ impl Worker {
                 self.shared().notify_parked();
             }
         }
+        ROLE.with(|role| role.set(Role::Polling));
         task.run();
+        ROLE.with(|role| role.replace(Role::Other))
     }
 
     fn with_queue<R>(f: impl FnOnce(&Local<Task>) -> R) -> R {
         LOCAL.with(|local| {
-            f(&local
+            f(local
                 .borrow()
                 .as_ref()
-                .expect("inside the worker loop")
-                .queue)
+                .and_then(|local| local.queue.as_ref())
+                .expect("inside the worker loop, with its core"))
         })
+    }
+
+    /// Takes the worker's park out of `LOCAL` for the time it parks, so that a waker run
+    /// meanwhile can still borrow the queue.
+    fn take_park() -> Park {
+        LOCAL.with(|local| {
+            local
+                .borrow_mut()
+                .as_mut()
+                .and_then(|local| local.park.take())
+                .expect("inside the worker loop, with its core")
+        })
+    }
+
+    fn put_park(park: Park) {
+        LOCAL.with(|local| {
+            if let Some(local) = local.borrow_mut().as_mut() {
+                local.park = Some(park);
+            }
+        });
     }
 
     fn next_task(&self) -> Option<Task> {
@@ -223,7 +402,8 @@ impl Worker {
         // Re-check after announcing: see the protocol in `idle.rs`.
         let skip = shared.has_work() || shared.is_shutdown();
         if !skip {
-            match &mut self.park {
+            let mut park = Self::take_park();
+            match &mut park {
                 Park::Driver(parker) => {
                     let driver = &shared.driver;
                     // A paused clock jumps instead when this is the only active thread.
@@ -237,6 +417,7 @@ impl Worker {
                 }
                 Park::Thread(parker) => parker.park_standing_in(),
             }
+            Self::put_park(park);
         }
         if !shared.idle.transition_from_sleeping(self.index) {
             // A notifier took us off the sleepers and counts us as searching.
@@ -266,7 +447,9 @@ impl Drop for Exit {
             .ok()
             .flatten()
         {
-            while local.queue.pop().is_some() {}
+            if let Some(queue) = local.queue {
+                while queue.pop().is_some() {}
+            }
         }
         self.0.driver.metrics().exit_worker();
         self.0.worker_exited();

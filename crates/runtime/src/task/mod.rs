@@ -5,6 +5,7 @@
 //! that of task-local storage in `task_local/mod.rs`.
 
 mod abort;
+mod block_in_place;
 mod blocking;
 pub(crate) mod coop;
 mod error;
@@ -27,6 +28,7 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 pub use abort::AbortHandle;
+pub use block_in_place::block_in_place;
 pub use blocking::spawn_blocking;
 pub(crate) use blocking::{spawn_blocking_on, BlockingJob};
 pub use coop::{unconstrained, Unconstrained};

@@ -1,0 +1,61 @@
+//! [`block_in_place`]: run blocking code on the current worker thread, after handing the
+//! worker itself to another thread.
+
+use crate::scheduler::worker;
+
+/// Runs `f` on the current thread, which may block, after handing this thread's worker to a
+/// new thread so that the worker's other tasks, and for worker 0 the timers, go on meanwhile.
+///
+/// Unlike [`spawn_blocking`](crate::task::spawn_blocking), `f` need not be `Send` or
+/// `'static`: it can borrow from the task. Called from a task on a worker thread, the
+/// worker's queue (and, for worker 0, the timer driver) moves to a new thread, named as the
+/// worker's, before `f` runs. While `f` runs, this thread is outside the runtime's workers:
+/// [`Handle::block_on`](crate::Handle::block_on) works there, so
+/// `block_in_place(|| Handle::current().block_on(fut))` waits for a future from
+/// synchronous code. When `f` returns, the rest of the task's current poll runs on this
+/// thread, which then leaves: the task's later polls run on the workers as usual.
+///
+/// Anywhere else (in [`block_on`](crate::Runtime::block_on), on a
+/// [`spawn_blocking`](crate::task::spawn_blocking) thread, outside any runtime, or inside a
+/// `block_in_place` closure) it just calls `f`. So it does if the new thread cannot start:
+/// `f` then blocks the worker, whose overdue timers the other workers fire, as when any
+/// task blocks its thread.
+///
+/// Nothing else of the calling task runs while `f` does: the other branches of a
+/// [`join!`](crate::join) or [`select!`](crate::select) around it wait too. A paused clock
+/// does not move on its own while `f` runs, as for `spawn_blocking`. Dropping the runtime
+/// waits for `f` to return, as for any task poll in progress.
+///
+/// # Examples
+///
+/// ```
+/// use escapement::{task, Handle};
+///
+/// let rt = escapement::Runtime::new().unwrap();
+/// let total = rt.block_on(async {
+///     escapement::spawn(async {
+///         let numbers = vec![1u64, 2, 3];
+///         task::block_in_place(|| {
+///             // Blocking work that borrows from the task...
+///             let sum: u64 = numbers.iter().sum();
+///             // ...and may wait for a future from synchronous code.
+///             Handle::current().block_on(async move { sum * 2 })
+///         })
+///     })
+///     .await
+///     .unwrap()
+/// });
+/// assert_eq!(total, 12);
+/// ```
+///
+/// # Panics
+///
+/// Only if `f` does; the panic propagates to the caller, and from a task becomes its
+/// [`JoinError`](crate::JoinError) as usual.
+pub fn block_in_place<F, R>(f: F) -> R
+where
+    F: FnOnce() -> R,
+{
+    let _outside = worker::hand_off();
+    f()
+}

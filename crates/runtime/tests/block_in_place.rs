@@ -1,0 +1,288 @@
+//! `task::block_in_place`: on a worker it hands the worker (its queued tasks, and for worker 0
+//! the timers) to a new thread while the closure blocks, even on a runtime of one worker; the
+//! closure can borrow from the task and wait for a future with `Handle::block_on`; the rest
+//! of the poll stays on the calling thread; a panic is the task's; a paused clock holds
+//! still meanwhile; shutdown waits for the closure. Anywhere else it just calls the closure.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread;
+
+use escapement::task::block_in_place;
+use escapement::time::{sleep, Duration, Instant};
+use escapement::Handle;
+
+/// Long enough to mean "never" for a closure waiting on the rest of the runtime.
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(20);
+
+fn one_worker() -> escapement::Runtime {
+    escapement::Builder::new()
+        .worker_threads(1)
+        .build()
+        .expect("a runtime")
+}
+
+#[test]
+fn a_task_queued_on_the_worker_runs_while_the_closure_blocks() {
+    let rt = one_worker();
+    let received = rt.block_on(async {
+        escapement::spawn(async {
+            let (tx, rx) = mpsc::channel();
+            // Queued on this worker's own queue, the only one: it runs only if the worker
+            // moved to another thread.
+            let sender = escapement::spawn(async move { tx.send(7).unwrap() });
+            let received = block_in_place(|| rx.recv_timeout(PATIENCE));
+            sender.await.unwrap();
+            received
+        })
+        .await
+        .unwrap()
+    });
+    assert_eq!(received, Ok(7));
+}
+
+#[test]
+fn timers_fire_while_worker_0_blocks() {
+    let rt = one_worker();
+    let received = rt.block_on(async {
+        escapement::spawn(async {
+            let (tx, rx) = mpsc::channel();
+            let sleeper = escapement::spawn(async move {
+                sleep(Duration::from_millis(5)).await;
+                tx.send(Instant::now()).unwrap();
+            });
+            // Let the sleeper register its timer before the worker moves.
+            escapement::task::yield_now().await;
+            let received = block_in_place(|| rx.recv_timeout(PATIENCE));
+            sleeper.await.unwrap();
+            received
+        })
+        .await
+        .unwrap()
+    });
+    assert!(received.is_ok(), "the timer never fired: {received:?}");
+}
+
+#[test]
+fn the_closure_borrows_from_the_task_and_blocks_on_a_future() {
+    let rt = escapement::Runtime::new().expect("a runtime");
+    let (sum, words) = rt.block_on(async {
+        escapement::spawn(async {
+            let mut words = vec!["a".to_owned()];
+            let sum = block_in_place(|| {
+                words.push("b".to_owned());
+                Handle::current().block_on(async {
+                    sleep(Duration::from_millis(2)).await;
+                    escapement::spawn(async { 40 }).await.unwrap() + 2
+                })
+            });
+            (sum, words)
+        })
+        .await
+        .unwrap()
+    });
+    assert_eq!(sum, 42);
+    assert_eq!(words, ["a", "b"]);
+}
+
+#[test]
+fn the_rest_of_the_poll_stays_on_the_thread_and_the_worker_keeps_its_name() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .thread_name("bip")
+        .build()
+        .expect("a runtime");
+    let (before, during, after, later, name) = rt.block_on(async {
+        escapement::spawn(async {
+            let before = thread::current().id();
+            let during = block_in_place(|| thread::current().id());
+            let after = thread::current().id();
+            // The next poll runs on the worker's new thread.
+            escapement::task::yield_now().await;
+            let current = thread::current();
+            (
+                before,
+                during,
+                after,
+                current.id(),
+                current.name().map(str::to_owned),
+            )
+        })
+        .await
+        .unwrap()
+    });
+    assert_eq!(before, during);
+    assert_eq!(before, after);
+    assert_ne!(before, later, "the worker moved to another thread");
+    assert_eq!(name.as_deref(), Some("bip-0"));
+}
+
+#[test]
+fn a_panic_in_the_closure_is_the_tasks_and_the_runtime_goes_on() {
+    let rt = one_worker();
+    let error = rt
+        .block_on(rt.spawn(async {
+            block_in_place(|| panic!("blocked boom"));
+        }))
+        .unwrap_err();
+    assert!(error.is_panic());
+    assert!(error.to_string().contains("blocked boom"));
+    let after = rt.block_on(rt.spawn(async {
+        sleep(Duration::from_millis(1)).await;
+        "still here"
+    }));
+    assert_eq!(after.unwrap(), "still here");
+}
+
+#[test]
+fn many_hand_offs_lose_no_task() {
+    let rt = escapement::Builder::new()
+        .worker_threads(2)
+        .build()
+        .expect("a runtime");
+    let done = Arc::new(AtomicUsize::new(0));
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..64)
+            .map(|i| {
+                let done = done.clone();
+                escapement::spawn(async move {
+                    for _ in 0..4 {
+                        let value = block_in_place(|| i * 2);
+                        assert_eq!(value, i * 2);
+                        escapement::task::yield_now().await;
+                    }
+                    sleep(Duration::from_millis(1)).await;
+                    done.fetch_add(1, Ordering::Relaxed);
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+    });
+    assert_eq!(done.load(Ordering::Relaxed), 64);
+    assert_eq!(rt.metrics().num_workers(), 2);
+}
+
+#[test]
+fn a_paused_clock_holds_still_while_the_closure_runs() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .start_paused(true)
+        .build()
+        .expect("a runtime");
+    let (during, timer) = rt.block_on(async {
+        escapement::spawn(async {
+            let start = Instant::now();
+            let timer = escapement::spawn(async move {
+                sleep(Duration::from_secs(3600)).await;
+                start.elapsed()
+            });
+            escapement::task::yield_now().await;
+            // The worker's new thread has nothing to run but the timer; it must not jump to
+            // it while this thread is busy.
+            let during = block_in_place(|| {
+                thread::sleep(std::time::Duration::from_millis(50));
+                start.elapsed()
+            });
+            (during, timer.await.unwrap())
+        })
+        .await
+        .unwrap()
+    });
+    assert!(
+        during < Duration::from_secs(1),
+        "the clock jumped: {during:?}"
+    );
+    assert_eq!(timer, Duration::from_secs(3600));
+}
+
+#[test]
+fn dropping_the_runtime_waits_for_the_closure_and_a_timeout_does_not() {
+    for wait in [true, false] {
+        let rt = one_worker();
+        let (started_tx, started) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel::<()>();
+        let finished = Arc::new(AtomicBool::new(false));
+        let flag = finished.clone();
+        drop(rt.spawn(async move {
+            block_in_place(move || {
+                started_tx.send(()).unwrap();
+                let _ = release_rx.recv_timeout(PATIENCE);
+                flag.store(true, Ordering::SeqCst);
+            });
+        }));
+        started.recv_timeout(PATIENCE).expect("the closure started");
+        if wait {
+            let releaser = thread::spawn(move || {
+                thread::sleep(std::time::Duration::from_millis(20));
+                release.send(()).unwrap();
+            });
+            drop(rt);
+            assert!(
+                finished.load(Ordering::SeqCst),
+                "drop waited for the closure"
+            );
+            releaser.join().unwrap();
+        } else {
+            rt.shutdown_timeout(std::time::Duration::from_millis(20));
+            assert!(!finished.load(Ordering::SeqCst), "the timeout did not wait");
+            release.send(()).unwrap();
+        }
+    }
+}
+
+#[test]
+fn off_the_workers_it_just_calls_the_closure() {
+    let here = thread::current().id();
+    assert_eq!(block_in_place(|| thread::current().id()), here);
+
+    let rt = one_worker();
+    let in_block_on = rt.block_on(async { block_in_place(|| thread::current().id()) });
+    assert_eq!(in_block_on, here);
+
+    let (blocking, nested) = rt.block_on(async {
+        let blocking = escapement::task::spawn_blocking(|| {
+            let thread = thread::current().id();
+            (thread, block_in_place(|| thread::current().id()))
+        })
+        .await
+        .unwrap();
+        let nested = escapement::spawn(async {
+            block_in_place(|| {
+                let outer = thread::current().id();
+                (outer, block_in_place(|| thread::current().id()))
+            })
+        })
+        .await
+        .unwrap();
+        (blocking, nested)
+    });
+    assert_eq!(blocking.0, blocking.1);
+    assert_eq!(nested.0, nested.1);
+}
+
+#[test]
+fn the_runtime_drops_on_the_thread_that_handed_its_worker_away() {
+    for inside_the_closure in [true, false] {
+        let rt = one_worker();
+        let handle = rt.handle().clone();
+        let slot = Arc::new(std::sync::Mutex::new(Some(rt)));
+        let (report, dropped) = mpsc::channel();
+        drop(handle.spawn(async move {
+            let take = || slot.lock().unwrap().take();
+            if inside_the_closure {
+                // Outside the workers here: the drop waits for every worker thread.
+                block_in_place(|| drop(take()));
+            } else {
+                block_in_place(|| ());
+                // Back on a worker thread without a core: the drop waits for the others.
+                drop(take());
+            }
+            report.send(()).unwrap();
+        }));
+        dropped
+            .recv_timeout(PATIENCE)
+            .unwrap_or_else(|_| panic!("the drop returned ({inside_the_closure})"));
+    }
+}
