@@ -29,6 +29,8 @@ models=(
     "18-park-finish-publishes-nothing overdue_handoff"
     "19-auto-advance-checks-then-moves auto_advance"
     "20-fire-trusts-the-wheels-reading-of-the-deadline timer_reset"
+    "21-hand-off-counts-no-new-worker block_in_place"
+    "22-handed-off-thread-stays-in-the-loop block_in_place"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"
