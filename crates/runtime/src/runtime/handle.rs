@@ -149,7 +149,9 @@ impl Handle {
     /// # Panics
     ///
     /// If called on a worker thread of a runtime, or inside another `block_on`: blocking
-    /// there would stall the tasks that thread should run.
+    /// there would stall the tasks that thread should run. Inside the closure of
+    /// [`block_in_place`](crate::task::block_in_place) the worker has moved to another
+    /// thread, and it works.
     #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         assert!(
