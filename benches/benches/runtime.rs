@@ -20,6 +20,10 @@
 //! - `spawn_blocking`: a trivial closure handed to `spawn_blocking` and awaited, one at a
 //!   time, on 2 workers: the cost of a round trip through the blocking threads (wall time
 //!   only).
+//! - `block_in_place`: a trivial closure run through `task::block_in_place`, then a
+//!   `yield_now`, in a loop, on 2 workers: each call hands the worker to another thread, and
+//!   the yield lets the task's next poll run on the worker's new thread, where the next call
+//!   can hand it off again (wall time only).
 //!
 //! Every measured loop runs inside a spawned task that `block_on` awaits, not in `block_on`
 //! itself: a runtime's timers are meant to be used from its tasks, and with one worker the
@@ -84,6 +88,7 @@ fn main() {
     register_cancel(&mut c);
     metrics_cost(&mut c);
     spawn_blocking(&mut c);
+    block_in_place(&mut c);
     c.final_summary();
 }
 
@@ -280,6 +285,26 @@ fn bench_wall<R: Rt, F: Future<Output = ()> + Send + 'static>(
 async fn spawn_blocking_loop<R: Rt>(iters: u64) {
     for i in 0..iters {
         black_box(R::spawn_blocking(move || black_box(i)).await);
+    }
+}
+
+/// (j) a `block_in_place` hand-off, on 2 workers, by wall time as (i).
+fn block_in_place(c: &mut Criterion) {
+    let mut group = c.benchmark_group("block_in_place");
+    bench_wall(
+        &mut group,
+        &Escapement::new(2),
+        block_in_place_loop::<Escapement>,
+    );
+    bench_wall(&mut group, &Tokio::new(2), block_in_place_loop::<Tokio>);
+    group.finish();
+}
+
+/// `iters` trivial closures through `block_in_place`, each followed by a yield.
+async fn block_in_place_loop<R: Rt>(iters: u64) {
+    for i in 0..iters {
+        black_box(R::block_in_place(|| black_box(i)));
+        R::yield_now().await;
     }
 }
 

@@ -41,6 +41,9 @@ pub(crate) trait Rt: Send + Sync + 'static {
         f: impl FnOnce() -> T + Send + 'static,
     ) -> impl Future<Output = T> + Send;
 
+    /// `task::block_in_place`.
+    fn block_in_place<T>(f: impl FnOnce() -> T) -> T;
+
     /// Runs `future` outside the runtime's cooperative budget (`task::unconstrained` on
     /// both).
     ///
@@ -144,6 +147,10 @@ macro_rules! impl_rt {
             ) -> impl Future<Output = T> + Send {
                 let task = $krate::task::spawn_blocking(f);
                 async move { task.await.expect("the closure panicked") }
+            }
+
+            fn block_in_place<T>(f: impl FnOnce() -> T) -> T {
+                $krate::task::block_in_place(f)
             }
 
             fn unconstrained<F: Future + Send>(
