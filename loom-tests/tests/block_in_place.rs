@@ -1,13 +1,14 @@
-//! Model 8e: `block_in_place` hands a runtime's only worker to a new thread while a task
-//! polls, with another task in the worker's queue. The queued task runs on the new thread
-//! (it moved with the queue, and no other thread takes from it), the calling task, woken by
-//! the queued one's completion while the old thread may still be in its poll, is neither
-//! lost nor run twice, and the shutdown waits for both threads without waiting forever: the
-//! live count took the new thread on before it started and gives the old one back when it
-//! leaves its loop.
+//! Model 8e: `block_in_place` hands a runtime's only worker to a new thread of the blocking
+//! pool (it has none idle) while a task polls, with another task in the worker's queue. The
+//! queued task runs on the new thread (it moved with the queue, and no other thread takes
+//! from it), the calling task, woken by the queued one's completion while the old thread may
+//! still be in its poll, is neither lost nor run twice, and the shutdown waits for both
+//! threads without waiting forever: the live count took the new thread on before it started
+//! and gives the old one back when it leaves its loop. (A hand-off to an idle thread of the
+//! pool is model 14's.)
 //!
 //! Three threads running the whole runtime make a large model: with two preemptions it
-//! explores 68,200 interleavings in about 10 s on the CI machine's kind, with three about
+//! explores 82,712 interleavings in about 7 s on the CI machine's kind, with three about
 //! 1.9M in four and a half minutes, so it is bounded at two whatever `LOOM_MAX_PREEMPTIONS`
 //! says.
 #![cfg(loom)]

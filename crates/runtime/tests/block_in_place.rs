@@ -1,8 +1,10 @@
 //! `task::block_in_place`: on a worker it hands the worker (its queued tasks, and for worker 0
-//! the timers) to a new thread while the closure blocks, even on a runtime of one worker; the
-//! closure can borrow from the task and wait for a future with `Handle::block_on`; the rest
-//! of the poll stays on the calling thread; a panic is the task's; a paused clock holds
-//! still meanwhile; shutdown waits for the closure. Anywhere else it just calls the closure.
+//! the timers) to another thread while the closure blocks, even on a runtime of one worker;
+//! the closure can borrow from the task and wait for a future with `Handle::block_on`; the
+//! rest of the poll stays on the calling thread; a panic is the task's; a paused clock holds
+//! still meanwhile; shutdown waits for the closure. The worker goes to a blocking thread, an
+//! idle one when there is one, and neither waits for nor takes the place of `spawn_blocking`
+//! closures under `max_blocking_threads`. Anywhere else it just calls the closure.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -86,7 +88,7 @@ fn the_closure_borrows_from_the_task_and_blocks_on_a_future() {
 }
 
 #[test]
-fn the_rest_of_the_poll_stays_on_the_thread_and_the_worker_keeps_its_name() {
+fn the_rest_of_the_poll_stays_on_the_thread_and_the_worker_moves_to_a_blocking_thread() {
     let rt = escapement::Builder::new()
         .worker_threads(1)
         .thread_name("bip")
@@ -114,7 +116,84 @@ fn the_rest_of_the_poll_stays_on_the_thread_and_the_worker_keeps_its_name() {
     assert_eq!(before, during);
     assert_eq!(before, after);
     assert_ne!(before, later, "the worker moved to another thread");
-    assert_eq!(name.as_deref(), Some("bip-0"));
+    assert_eq!(name.as_deref(), Some("bip-blocking"));
+}
+
+#[test]
+fn hand_offs_in_turn_reuse_idle_blocking_threads() {
+    let rt = one_worker();
+    let threads = rt.block_on(rt.spawn(async {
+        let mut threads = vec![thread::current().id()];
+        for _ in 0..20 {
+            block_in_place(|| ());
+            // The next poll runs on the thread the worker went to; meanwhile the thread it
+            // left goes back to the pool, idle.
+            sleep(Duration::from_millis(5)).await;
+            threads.push(thread::current().id());
+        }
+        threads
+    }));
+    let mut distinct = threads.unwrap();
+    distinct.sort_by_key(|id| format!("{id:?}"));
+    distinct.dedup();
+    // The first worker thread, then two blocking threads taking turns; a thread started for
+    // each hand-off would make 21. A loaded machine may keep a thread from going idle in
+    // time now and then.
+    assert!(
+        distinct.len() <= 11,
+        "21 polls ran on {} threads",
+        distinct.len()
+    );
+}
+
+#[test]
+fn the_worker_does_not_wait_behind_blocking_closures_at_the_cap() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .max_blocking_threads(1)
+        .build()
+        .expect("a runtime");
+    let outcome = rt.block_on(rt.spawn(async {
+        // The only blocking thread runs a closure that waits until the task releases it.
+        let (started, started_rx) = mpsc::channel::<()>();
+        let (release, released) = mpsc::channel::<()>();
+        let busy = escapement::task::spawn_blocking(move || {
+            started.send(()).unwrap();
+            released.recv_timeout(PATIENCE).is_ok()
+        });
+        started_rx.recv_timeout(PATIENCE).unwrap();
+        // Queued on the worker, to run while the closure below blocks this thread.
+        let (ran, ran_rx) = mpsc::channel::<()>();
+        let queued = escapement::spawn(async move {
+            let _ = ran.send(());
+        });
+        let queued_ran = block_in_place(|| ran_rx.recv_timeout(PATIENCE).is_ok());
+        let _ = release.send(());
+        queued.await.unwrap();
+        (queued_ran, busy.await.unwrap())
+    }));
+    let (queued_ran, busy_released) = outcome.unwrap();
+    assert!(queued_ran, "the worker waited for the busy blocking thread");
+    assert!(busy_released);
+}
+
+#[test]
+fn a_worker_on_a_blocking_thread_leaves_the_cap_to_the_closures() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .max_blocking_threads(1)
+        .build()
+        .expect("a runtime");
+    let answer = rt.block_on(rt.spawn(async {
+        block_in_place(|| ());
+        // Now on the blocking thread that holds the worker, until shutdown.
+        escapement::task::yield_now().await;
+        escapement::time::timeout(PATIENCE, escapement::task::spawn_blocking(|| 7)).await
+    }));
+    let answer = answer
+        .unwrap()
+        .expect("a spawn_blocking closure waited behind the worker");
+    assert_eq!(answer.unwrap(), 7);
 }
 
 #[test]
@@ -286,4 +365,24 @@ fn the_runtime_drops_on_the_thread_that_handed_its_worker_away() {
             .recv_timeout(PATIENCE)
             .unwrap_or_else(|_| panic!("the drop returned ({inside_the_closure})"));
     }
+}
+
+#[test]
+fn after_a_shutdown_that_did_not_wait_the_closure_runs_in_place() {
+    let rt = one_worker();
+    let (started, started_rx) = mpsc::channel::<()>();
+    let (go, go_rx) = mpsc::channel::<()>();
+    let (report, reported) = mpsc::channel();
+    drop(rt.spawn(async move {
+        started.send(()).unwrap();
+        // Blocks the worker until the runtime has shut down without waiting for it.
+        go_rx.recv_timeout(PATIENCE).unwrap();
+        // The blocking pool is shut down: the worker stays, and the closure runs here.
+        let value = block_in_place(|| 7);
+        report.send(value).unwrap();
+    }));
+    started_rx.recv_timeout(PATIENCE).unwrap();
+    rt.shutdown_timeout(std::time::Duration::from_millis(10));
+    go.send(()).unwrap();
+    assert_eq!(reported.recv_timeout(PATIENCE), Ok(7));
 }

@@ -109,6 +109,8 @@ impl Builder {
 
     /// The most threads [`spawn_blocking`](crate::task::spawn_blocking) runs closures on at
     /// once (default 512). Beyond it, closures wait in a queue for a thread to come free.
+    /// A worker that [`block_in_place`](crate::task::block_in_place) hands to a blocking
+    /// thread neither waits for this cap nor counts against it.
     ///
     /// # Panics
     ///
@@ -130,7 +132,9 @@ impl Builder {
 
     /// The threads' name: worker threads get `-N` appended, `N` their index, and
     /// [`spawn_blocking`](crate::task::spawn_blocking) threads `-blocking`. Without it they
-    /// are `escapement-worker-N` and `escapement-blocking`.
+    /// are `escapement-worker-N` and `escapement-blocking`. A worker that
+    /// [`block_in_place`](crate::task::block_in_place) handed off runs on a `-blocking`
+    /// thread.
     pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Builder {
         self.thread_name = Some(name.into());
         self

@@ -158,11 +158,8 @@ impl Runtime {
         // in the poll doing the drop; it waits for the others.
         let on_own_worker = worker::is_worker_of(shared);
         let others_exited = shared.wait_for_workers(usize::from(on_own_worker), deadline);
-        let handed_off = shared.take_handed_off();
-        for thread in std::mem::take(&mut self.threads)
-            .into_iter()
-            .chain(handed_off)
-        {
+        // The threads a worker was handed to belong to the blocking pool, waited for below.
+        for thread in std::mem::take(&mut self.threads) {
             if (others_exited && !on_own_worker) || crate::loom::is_finished(&thread) {
                 let _ = thread.join();
             }

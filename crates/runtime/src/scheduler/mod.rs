@@ -12,7 +12,6 @@ pub(crate) mod worker;
 
 use std::fmt;
 
-use crate::loom::thread::JoinHandle as ThreadHandle;
 use crate::loom::{fence, Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::park::Unparker;
 use crate::runtime::Handle;
@@ -37,8 +36,6 @@ pub(crate) struct Shared {
     /// `block_in_place` included), and a condvar the shutdown waits on.
     live_workers: Mutex<usize>,
     workers_exited: Condvar,
-    /// The threads `block_in_place` handed a worker to, for the shutdown to join.
-    handed_off: Mutex<Vec<ThreadHandle<()>>>,
     /// Worker threads are named this, a dash and their index.
     worker_name: Box<str>,
     /// Tasks spawned so far (for metrics and tests).
@@ -73,7 +70,6 @@ impl Shared {
             shutdown: AtomicBool::new(false),
             live_workers: Mutex::new(workers),
             workers_exited: Condvar::new(),
-            handed_off: Mutex::new(Vec::new()),
             worker_name,
             spawned: AtomicUsize::new(0),
             name,
@@ -128,19 +124,6 @@ impl Shared {
     /// current poll returns (`block_in_place`).
     pub(crate) fn worker_entered(&self) {
         *self.live_workers.lock() += 1;
-    }
-
-    /// Keeps the thread a worker was handed to, for the shutdown to join; drops the handles
-    /// of those that finished.
-    pub(crate) fn keep_handed_off(&self, thread: ThreadHandle<()>) {
-        let mut threads = self.handed_off.lock();
-        threads.retain(|thread| !crate::loom::is_finished(thread));
-        threads.push(thread);
-    }
-
-    /// The threads workers were handed to, for the shutdown.
-    pub(crate) fn take_handed_off(&self) -> Vec<ThreadHandle<()>> {
-        std::mem::take(&mut *self.handed_off.lock())
     }
 
     pub(crate) fn worker_exited(&self) {

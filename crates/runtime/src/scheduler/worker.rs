@@ -18,14 +18,16 @@
 //!
 //! A worker is its [`Core`] (its queue and what it parks on) and its index, not its thread.
 //! While the thread polls a task it is in the `Polling` role (`ROLE`), and
-//! [`task::block_in_place`](crate::task::block_in_place) may then move the core to a new
+//! [`task::block_in_place`](crate::task::block_in_place) may then move the core to another
 //! thread, which runs the same worker's loop, so the tasks queued here and, for worker 0, the
 //! timers go on while the closure blocks this one. The steps, all on the old thread:
 //!
 //! 1. Take the core out of `LOCAL`; count the new thread among the live workers (shutdown
 //!    waits for it) and among the driver's active threads (a paused clock does not jump
 //!    while it starts).
-//! 2. Start the thread, which takes the core and runs the loop. If it cannot start, put
+//! 2. Give the core to a thread of the blocking pool, which runs the loop: an idle one, or
+//!    a new one whatever the pool's cap (`spawn_now`), so a worker never waits behind
+//!    blocking closures. If the pool is shut down or the system refuses a new thread, put
 //!    everything back: the closure then blocks this worker, as any blocking call would, and
 //!    the stand-ins of the other workers cover its timers.
 //! 3. Mark `LOCAL` as in the closure while it runs: the thread may block there
@@ -34,7 +36,8 @@
 //!    the others but not for itself, and not for blocking closures, as from async code.
 //! 4. Once the poll returns, `ROLE` says `HandedOff` and the old thread leaves the loop, its
 //!    own exit balancing the count of step 1. It was active until then, so a paused clock
-//!    does not jump while the closure runs.
+//!    does not jump while the closure runs. A pool thread then goes back to the pool, where
+//!    the next hand-off may take it; a thread the runtime started as a worker exits.
 //!
 //! A task woken on the old thread after step 1 goes to the injector: `push_local` finds no
 //! queue. Nothing else of the worker stays behind: its `Worker` on the old stack keeps only
@@ -45,11 +48,11 @@ use std::fmt;
 
 use super::queue::{Local, Steal};
 use super::Shared;
-use crate::loom::{thread, thread_local_const, Arc, Mutex};
+use crate::loom::{thread_local_const, Arc, Mutex};
 use crate::park::Parker;
 use crate::runtime::context;
 use crate::runtime::Handle;
-use crate::task::Notified;
+use crate::task::{BlockingPool, Notified};
 use crate::time::driver_ref::InShard;
 use crate::time::park::DriverParker;
 
@@ -195,37 +198,32 @@ pub(crate) fn hand_off() -> Option<InClosure> {
     let shared = &handle.shared;
     shared.worker_entered();
     shared.driver.activate();
-    // Step 2: the core travels through a slot, so that a thread that never starts leaves it
+    // Step 2: the core travels through a slot, so that a job that never runs leaves it
     // behind.
     let slot = Arc::new(Mutex::new(Some(core)));
-    let spawned = thread::Builder::new()
-        .name(shared.worker_thread_name(index))
-        .spawn({
-            let (handle, slot) = (handle.clone(), slot.clone());
-            move || {
-                let core = slot.lock().take();
-                if let Some(core) = core {
-                    Worker::new(handle, index).run(core);
-                }
+    let job = Box::new({
+        let (handle, slot) = (handle.clone(), slot.clone());
+        move || {
+            let core = slot.lock().take();
+            if let Some(core) = core {
+                Worker::new(handle, index).run(core);
             }
-        });
-    match spawned {
-        Ok(thread) => shared.keep_handed_off(thread),
-        Err(_) => {
-            let core = slot
-                .lock()
-                .take()
-                .expect("a thread that never started left the core");
-            LOCAL.with(|local| {
-                let mut local = local.borrow_mut();
-                let local = local.as_mut().expect("still in LOCAL");
-                local.queue = Some(core.queue);
-                local.park = Some(core.park);
-            });
-            shared.driver.deactivate();
-            shared.worker_exited();
-            return None;
         }
+    });
+    if BlockingPool::spawn_now(&shared.blocking, job).is_err() {
+        let core = slot
+            .lock()
+            .take()
+            .expect("a job that never ran left the core");
+        LOCAL.with(|local| {
+            let mut local = local.borrow_mut();
+            let local = local.as_mut().expect("still in LOCAL");
+            local.queue = Some(core.queue);
+            local.park = Some(core.park);
+        });
+        shared.driver.deactivate();
+        shared.worker_exited();
+        return None;
     }
     // Step 3: this thread's timer metrics go to the shared block from now on.
     shared.driver.metrics().exit_worker();

@@ -3,23 +3,29 @@
 
 use crate::scheduler::worker;
 
-/// Runs `f` on the current thread, which may block, after handing this thread's worker to a
-/// new thread so that the worker's other tasks, and for worker 0 the timers, go on meanwhile.
+/// Runs `f` on the current thread, which may block, after handing this thread's worker to
+/// another thread so that the worker's other tasks, and for worker 0 the timers, go on
+/// meanwhile.
 ///
 /// Unlike [`spawn_blocking`](crate::task::spawn_blocking), `f` need not be `Send` or
 /// `'static`: it can borrow from the task. Called from a task on a worker thread, the
-/// worker's queue (and, for worker 0, the timer driver) moves to a new thread, named as the
-/// worker's, before `f` runs. While `f` runs, this thread is outside the runtime's workers:
+/// worker's queue (and, for worker 0, the timer driver) moves before `f` runs to a thread of
+/// the runtime's blocking pool: an idle one if there is one, else a new one, which neither
+/// waits for [`max_blocking_threads`](crate::Builder::max_blocking_threads) nor counts
+/// against it. While `f` runs, this thread is outside the runtime's workers:
 /// [`Handle::block_on`](crate::Handle::block_on) works there, so
 /// `block_in_place(|| Handle::current().block_on(fut))` waits for a future from
 /// synchronous code. When `f` returns, the rest of the task's current poll runs on this
-/// thread, which then leaves: the task's later polls run on the workers as usual.
+/// thread, which then leaves the worker's loop: a blocking thread goes back to the pool,
+/// idle, for the next closure or hand-off; a thread the runtime started as a worker exits.
+/// The task's later polls run on the workers as usual.
 ///
-/// Anywhere else (in [`block_on`](crate::Runtime::block_on), on a
-/// [`spawn_blocking`](crate::task::spawn_blocking) thread, outside any runtime, or inside a
-/// `block_in_place` closure) it just calls `f`. So it does if the new thread cannot start:
-/// `f` then blocks the worker, whose overdue timers the other workers fire, as when any
-/// task blocks its thread.
+/// Anywhere else (in [`block_on`](crate::Runtime::block_on), in a
+/// [`spawn_blocking`](crate::task::spawn_blocking) closure, outside any runtime, or inside a
+/// `block_in_place` closure) it just calls `f`. So it does if the worker cannot be handed
+/// off (the runtime shut down without waiting for this poll, or a new thread cannot start):
+/// `f` then blocks the worker, whose overdue timers the other workers fire, as when any task
+/// blocks its thread.
 ///
 /// Nothing else of the calling task runs while `f` does: the other branches of a
 /// [`join!`](crate::join) or [`select!`](crate::select) around it wait too. A paused clock

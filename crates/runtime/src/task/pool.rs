@@ -1,8 +1,15 @@
-//! [`BlockingPool`]: the threads that run `spawn_blocking` closures.
+//! [`BlockingPool`]: the threads that run `spawn_blocking` closures, and the workers that
+//! `block_in_place` hands to another thread.
 //!
 //! A thread that finishes a job stays for more, so a service that makes many short blocking
-//! calls does not start a thread for each. The pool has at most `max_threads` threads; a
-//! thread that has waited `keep_alive` without a job exits.
+//! calls does not start a thread for each. The pool has at most `max_threads` threads for
+//! its queued jobs; a thread that has waited `keep_alive` without a job exits.
+//!
+//! A job given with [`spawn_now`](BlockingPool::spawn_now) (a worker's loop, from
+//! `block_in_place`) never waits: it goes to an idle thread, or to a new one whatever the
+//! cap, and the thread running it does not count against the cap. Otherwise one worker's
+//! loop, which runs until shutdown, could hold the only thread a `spawn_blocking` closure
+//! waits for, and a worker handed off behind busy closures would stall its queue.
 //!
 //! # State
 //!
@@ -11,7 +18,9 @@
 //! | field      | meaning                                                    |
 //! |------------|------------------------------------------------------------|
 //! | `queue`    | jobs not yet taken by a thread                             |
+//! | `now`      | jobs from `spawn_now` waiting for the idle thread woken for them |
 //! | `threads`  | threads started and not yet exited                         |
+//! | `exempt`   | jobs from `spawn_now` not yet finished, outside the cap    |
 //! | `idle`     | threads waiting on the condvar                             |
 //! | `notified` | idle threads already woken for a job, not yet back under the lock |
 //! | `shutdown` | the runtime shut down: idle threads exit at once, new jobs are cancelled |
@@ -19,26 +28,34 @@
 //! # The protocol
 //!
 //! - `spawn` pushes the job, then: if some idle thread has not been woken yet
-//!   (`idle > notified`), it wakes one; else, below `max_threads`, it starts a thread (after
-//!   releasing the lock); else the job waits for the first thread to come free. If the
-//!   system refuses the new thread, the job waits for a thread that is still alive; with
-//!   none left, nothing would ever take the queue, so `spawn` cancels every queued job and
-//!   panics.
+//!   (`idle > notified`), it wakes one; else, with fewer than `max_threads` threads outside
+//!   `exempt`, it starts a thread (after releasing the lock); else the job waits for the first
+//!   thread to come free. If the system refuses the new thread, the job waits for a thread
+//!   that is still alive; with none left, nothing would ever take the queue, so `spawn`
+//!   cancels every queued job and panics.
+//! - `spawn_now` counts the job in `exempt`, then: if some idle thread has not been woken
+//!   yet, it pushes the job onto `now` and wakes one; else it starts a thread that runs the
+//!   job first. If the pool is shut down or the system refuses the thread, it drops the job
+//!   unrun and says so.
 //! - After shutdown, `spawn` cancels the job instead of queuing it: the runtime that would
 //!   wait for it is gone. Jobs queued before still run, and a shutdown from outside async
 //!   code waits for them.
-//! - A thread takes jobs from the queue until it is empty, running each without the lock.
-//!   With the queue empty it exits if the pool is shut down or its keep-alive has run out;
-//!   otherwise it waits, counted in `idle`. When it wakes for any reason (a notify, the
-//!   timeout, a spurious wake-up) it takes one `notified` if there is one, and looks at the
-//!   queue again before anything else.
+//! - A thread takes jobs from `now`, then from the queue, until both are empty, running each
+//!   without the lock. Once a `now` job returns, the thread takes it out of `exempt` and
+//!   counts against the cap again; if the other threads already fill the cap, it exits, so
+//!   that no more than `max_threads` threads ever run queued jobs. With both queues empty it
+//!   exits if the pool is shut down or its keep-alive has run out; otherwise it waits,
+//!   counted in `idle`. When it wakes for any reason (a notify, the timeout, a
+//!   spurious wake-up) it takes one `notified` if there is one, and looks at the queues again
+//!   before anything else.
 //!
 //! Why no job waits while a thread could run it: a job is pushed under the lock, and every
-//! thread looks at the queue under the lock before it waits or exits. A woken thread takes a
+//! thread looks at the queues under the lock before it waits or exits. A woken thread takes a
 //! `notified` whether or not the notify was meant for it; whichever thread takes it goes on to
-//! look at the queue, so each `notified` stands for a thread about to look, as `spawn`
-//! counted on. A job that found every thread busy and `max_threads` reached is taken by the
-//! first of them to finish.
+//! look at the queues, so each `notified` stands for a thread about to look, as `spawn` and
+//! `spawn_now` counted on. A job that found every thread busy and `max_threads` reached is
+//! taken by the first of them to finish. A `now` job is never left without a thread: it was
+//! pushed with a `notified` taken for it, and it is taken before any queued job.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -62,6 +79,9 @@ pub(crate) trait Job: Send + 'static {
     fn cancel(self);
 }
 
+/// A job for [`BlockingPool::spawn_now`].
+pub(crate) type NowJob = Box<dyn FnOnce() + Send>;
+
 /// The threads of `spawn_blocking`, shared by the runtime and the threads themselves.
 pub(crate) struct BlockingPool<J> {
     state: Mutex<State<J>>,
@@ -74,15 +94,17 @@ pub(crate) struct BlockingPool<J> {
 
 struct State<J> {
     queue: VecDeque<J>,
+    now: VecDeque<NowJob>,
     threads: usize,
+    exempt: usize,
     idle: usize,
     notified: usize,
     shutdown: bool,
 }
 
 impl<J: Job> BlockingPool<J> {
-    /// A pool of at most `max_threads` threads (at least one), each exiting after
-    /// `keep_alive` without a job, and named `thread_name`.
+    /// A pool of at most `max_threads` threads (at least one) for queued jobs, each
+    /// exiting after `keep_alive` without a job, and named `thread_name`.
     pub(crate) fn new(
         max_threads: usize,
         keep_alive: Duration,
@@ -91,7 +113,9 @@ impl<J: Job> BlockingPool<J> {
         BlockingPool {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
+                now: VecDeque::new(),
                 threads: 0,
+                exempt: 0,
                 idle: 0,
                 notified: 0,
                 shutdown: false,
@@ -116,9 +140,59 @@ impl<J: Job> BlockingPool<J> {
         Self::spawn_with(pool, job, |pool| {
             thread::Builder::new()
                 .name(pool.thread_name.clone())
-                .spawn(move || pool.run())
+                .spawn(move || pool.run(None))
                 .map(drop)
         });
+    }
+
+    /// Runs `job` on a thread of the pool at once: an idle one, or a new one even past
+    /// `max_threads`, never after a queued job; the thread that runs it counts against the
+    /// cap again only once it returns.
+    ///
+    /// # Errors
+    ///
+    /// If the pool is shut down or the system refused a new thread; `job` is then dropped
+    /// without running.
+    pub(crate) fn spawn_now(pool: &Arc<Self>, job: NowJob) -> io::Result<()> {
+        Self::spawn_now_with(pool, job, |pool, job| {
+            thread::Builder::new()
+                .name(pool.thread_name.clone())
+                .spawn(move || pool.run(Some(job)))
+                .map(drop)
+        })
+    }
+
+    /// [`spawn_now`](Self::spawn_now), starting a thread (which must call `run` with the
+    /// job) with `start`.
+    fn spawn_now_with(
+        pool: &Arc<Self>,
+        job: NowJob,
+        start: impl FnOnce(Arc<Self>, NowJob) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut state = pool.state.lock();
+        if state.shutdown {
+            return Err(io::Error::other("the blocking pool is shut down"));
+        }
+        state.exempt += 1;
+        if state.idle > state.notified {
+            state.now.push_back(job);
+            state.notified += 1;
+            drop(state);
+            pool.condvar.notify_one();
+            return Ok(());
+        }
+        state.threads += 1;
+        drop(state);
+        let started = start(pool.clone(), job);
+        if started.is_err() {
+            let mut state = pool.state.lock();
+            state.threads -= 1;
+            state.exempt -= 1;
+            drop(state);
+            // A shutdown may be waiting for the thread that never started.
+            pool.condvar.notify_all();
+        }
+        started
     }
 
     /// [`spawn`](Self::spawn), starting a thread (which must call `run`) with `start`.
@@ -138,7 +212,7 @@ impl<J: Job> BlockingPool<J> {
             pool.condvar.notify_one();
             return;
         }
-        if state.threads == pool.max_threads {
+        if state.threads - state.exempt >= pool.max_threads {
             return;
         }
         state.threads += 1;
@@ -207,14 +281,29 @@ impl<J: Job> BlockingPool<J> {
         self.state.lock().threads
     }
 
-    /// One thread's life: run jobs, wait for more, exit.
-    fn run(&self) {
+    /// One thread's life: run `first`, a job from `spawn_now`, if any, then jobs from the
+    /// queues, wait for more, exit.
+    fn run(&self, first: Option<NowJob>) {
         POOL_OF_THIS_THREAD.with(|pool| pool.set(self.address()));
+        let mut first = first;
         let mut state = self.state.lock();
         // When this thread's keep-alive runs out (`None` inside: never), set when it first
         // finds no job.
         let mut idle_until: Option<Option<Instant>> = None;
         loop {
+            if let Some(job) = first.take().or_else(|| state.now.pop_front()) {
+                drop(state);
+                job();
+                state = self.state.lock();
+                state.exempt -= 1;
+                idle_until = None;
+                // Counted against the cap again: if the threads that stayed fill it, this
+                // one leaves rather than run queued jobs past it.
+                if state.threads - state.exempt > self.max_threads {
+                    break;
+                }
+                continue;
+            }
             if let Some(job) = state.queue.pop_front() {
                 drop(state);
                 job.run();
@@ -417,6 +506,85 @@ mod tests {
         assert_eq!(finished.recv().unwrap(), 2);
         pool.shutdown();
         assert!(pool.wait_for_exit(None));
+    }
+
+    #[test]
+    fn spawn_now_runs_past_the_cap_while_a_job_waits_behind_it() {
+        let pool = Arc::new(BlockingPool::new(1, Duration::MAX, "test".to_owned()));
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        let (done, finished) = std::sync::mpsc::channel();
+        let first = done.clone();
+        BlockingPool::spawn(
+            &pool,
+            run(move || {
+                gate.recv().unwrap();
+                first.send("busy").unwrap();
+            }),
+        );
+        // Behind the cap: waits for the busy thread.
+        let queued = done.clone();
+        BlockingPool::spawn(&pool, run(move || queued.send("queued").unwrap()));
+        let now = done.clone();
+        BlockingPool::spawn_now(&pool, Box::new(move || now.send("now").unwrap()))
+            .expect("a thread for the job");
+        assert_eq!(finished.recv().unwrap(), "now");
+        // Its thread counts against the cap again, which the busy thread fills: it leaves
+        // rather than run the queued job beside the busy one.
+        wait_for_threads(&pool, 1);
+        assert_eq!(pool.state.lock().exempt, 0);
+        release.send(()).unwrap();
+        assert_eq!(finished.recv().unwrap(), "busy");
+        assert_eq!(finished.recv().unwrap(), "queued");
+        pool.shutdown();
+        assert!(pool.wait_for_exit(None));
+    }
+
+    #[test]
+    fn spawn_now_takes_an_idle_thread() {
+        let pool = Arc::new(BlockingPool::new(4, Duration::MAX, "test".to_owned()));
+        let (done, finished) = std::sync::mpsc::channel();
+        let first = done.clone();
+        BlockingPool::spawn(&pool, run(move || first.send(()).unwrap()));
+        finished.recv().unwrap();
+        wait_for_idle(&pool);
+        for _ in 0..10 {
+            let done = done.clone();
+            BlockingPool::spawn_now(&pool, Box::new(move || done.send(()).unwrap()))
+                .expect("the idle thread");
+            finished.recv().unwrap();
+            wait_for_idle(&pool);
+        }
+        assert_eq!(pool.threads(), 1);
+        pool.shutdown();
+        assert!(pool.wait_for_exit(None));
+    }
+
+    #[test]
+    fn spawn_now_refused_or_after_shutdown_drops_the_job_and_counts_nothing() {
+        let pool = Arc::new(BlockingPool::<Run>::new(
+            1,
+            Duration::MAX,
+            "test".to_owned(),
+        ));
+        let ran = Arc::new(AtomicUsize::new(0));
+        let job = |ran: &Arc<AtomicUsize>| -> NowJob {
+            let ran = ran.clone();
+            Box::new(move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+            })
+        };
+        let refused = BlockingPool::spawn_now_with(&pool, job(&ran), |_, _| {
+            Err(io::Error::other("refused for the test"))
+        });
+        assert!(refused.is_err());
+        {
+            let state = pool.state.lock();
+            assert_eq!((state.threads, state.exempt), (0, 0));
+        }
+        pool.shutdown();
+        assert!(BlockingPool::spawn_now(&pool, job(&ran)).is_err());
+        assert!(pool.wait_for_exit(None));
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
     }
 
     /// Waits (at most 10 s) until every thread of the pool is idle.
