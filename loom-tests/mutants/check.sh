@@ -31,6 +31,8 @@ models=(
     "20-fire-trusts-the-wheels-reading-of-the-deadline timer_reset"
     "21-hand-off-counts-no-new-worker block_in_place"
     "22-handed-off-thread-stays-in-the-loop block_in_place"
+    "23-spawn-now-waits-behind-the-cap blocking_pool"
+    "24-spawn-now-wakes-no-idle-thread blocking_pool"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

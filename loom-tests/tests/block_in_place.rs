@@ -8,9 +8,9 @@
 //! pool is model 14's.)
 //!
 //! Three threads running the whole runtime make a large model: with two preemptions it
-//! explores 82,712 interleavings in about 7 s on the CI machine's kind, with three about
-//! 1.9M in four and a half minutes, so it is bounded at two whatever `LOOM_MAX_PREEMPTIONS`
-//! says.
+//! explores 82,712 interleavings in about 7 s on the CI machine's kind, with three
+//! 2,480,659 in six and a half minutes, so it is bounded at two whatever
+//! `LOOM_MAX_PREEMPTIONS` says.
 #![cfg(loom)]
 
 #[test]

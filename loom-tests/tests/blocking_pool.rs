@@ -7,6 +7,9 @@
 //! - A shutdown that races the jobs still lets both run once, and every pool thread exits.
 //! - A job spawned as the pool shuts down either runs or is cancelled, exactly once, and the
 //!   shutdown's wait returns either way.
+//! - A job given to run at once (`spawn_now`, as `block_in_place` hands a worker over) runs
+//!   past the cap while the only thread the cap allows waits for it, and goes to the thread
+//!   that ran a first job whether that thread is still running it, about to wait, or waiting.
 #![cfg(loom)]
 
 use escapement::loom_api::{BlockingPool, JobCount};
@@ -63,5 +66,34 @@ fn a_spawn_racing_the_shutdown_runs_or_is_cancelled_once() {
             1,
             "the job ran or was cancelled, once"
         );
+    });
+}
+
+#[test]
+fn a_job_given_now_runs_past_the_cap_beside_a_job_that_waits_for_it() {
+    loom::model(|| {
+        let pool = BlockingPool::new(1);
+        let count = JobCount::new();
+        // Holds the only thread the cap allows until the job below has run.
+        pool.spawn_after(count.clone(), 1);
+        assert!(pool.spawn_now(count.clone()));
+        count.wait_for(2);
+        pool.shutdown_and_wait();
+        assert_eq!(count.get(), 2);
+    });
+}
+
+#[test]
+fn a_job_given_now_wakes_the_thread_going_idle_or_starts_one() {
+    loom::model(|| {
+        let pool = BlockingPool::new(1);
+        let count = JobCount::new();
+        pool.spawn(count.clone());
+        count.wait_for(1);
+        // The thread that ran the first job is running, about to wait, or waiting.
+        assert!(pool.spawn_now(count.clone()));
+        count.wait_for(2);
+        pool.shutdown_and_wait();
+        assert_eq!(count.get(), 2);
     });
 }

@@ -367,18 +367,28 @@ impl JobCount {
     }
 }
 
-/// A job that adds one to a [`JobCount`].
-struct CountJob(Arc<JobCount>);
+impl JobCount {
+    fn add_one(&self) {
+        *self.count.lock() += 1;
+        self.changed.notify_all();
+    }
+}
+
+/// A job that waits until a [`JobCount`] reaches `after`, then adds one to it.
+struct CountJob {
+    count: Arc<JobCount>,
+    after: usize,
+}
 
 impl crate::task::Job for CountJob {
     fn run(self) {
-        *self.0.count.lock() += 1;
-        self.0.changed.notify_all();
+        self.count.wait_for(self.after);
+        self.count.add_one();
     }
 
     /// Counted apart; nothing waits on it but the model, which checks it.
     fn cancel(self) {
-        *self.0.cancelled.lock() += 1;
+        *self.count.cancelled.lock() += 1;
     }
 }
 
@@ -397,7 +407,18 @@ impl BlockingPool {
 
     /// Queues a job that adds one to `count`.
     pub fn spawn(&self, count: Arc<JobCount>) {
-        crate::task::BlockingPool::spawn(&self.inner, CountJob(count));
+        self.spawn_after(count, 0);
+    }
+
+    /// Queues a job that waits until `count` reaches `after`, then adds one to it.
+    pub fn spawn_after(&self, count: Arc<JobCount>, after: usize) {
+        crate::task::BlockingPool::spawn(&self.inner, CountJob { count, after });
+    }
+
+    /// Runs a job that adds one to `count` at once, on an idle thread or a new one, as
+    /// `block_in_place` hands a worker over; returns whether the pool took it.
+    pub fn spawn_now(&self, count: Arc<JobCount>) -> bool {
+        crate::task::BlockingPool::spawn_now(&self.inner, Box::new(move || count.add_one())).is_ok()
     }
 
     /// Shuts the pool down and waits until its threads have exited.
