@@ -443,9 +443,15 @@ mod tests {
     fn an_idle_thread_takes_the_next_job_instead_of_a_new_thread() {
         let pool = Arc::new(BlockingPool::new(4, Duration::MAX, "test".to_owned()));
         let (done, finished) = std::sync::mpsc::channel();
-        for _ in 0..20 {
+        for i in 0..20 {
             let done = done.clone();
-            BlockingPool::spawn(&pool, run(move || done.send(()).unwrap()));
+            // Queued jobs and jobs given now alike.
+            if i % 2 == 0 {
+                BlockingPool::spawn(&pool, run(move || done.send(()).unwrap()));
+            } else {
+                BlockingPool::spawn_now(&pool, Box::new(move || done.send(()).unwrap()))
+                    .expect("the idle thread");
+            }
             finished.recv().unwrap();
             // Once the thread waits again it is the one the next job goes to.
             wait_for_idle(&pool);
@@ -485,9 +491,14 @@ mod tests {
         assert!(pool.wait_for_exit(None));
     }
 
-    #[test]
-    fn a_refused_start_with_a_busy_thread_queues_the_job_for_it() {
-        let pool = Arc::new(BlockingPool::new(4, Duration::MAX, "test".to_owned()));
+    /// A pool of at most `max_threads` threads, one of them busy with a job that waits for
+    /// the returned `release`, then sends `busy` to `done`, whose receiver is `finished`.
+    fn with_a_busy_thread<T: Send + 'static>(max_threads: usize, busy: T) -> BusyPool<T> {
+        let pool = Arc::new(BlockingPool::new(
+            max_threads,
+            Duration::MAX,
+            "test".to_owned(),
+        ));
         let (release, gate) = std::sync::mpsc::channel::<()>();
         let (done, finished) = std::sync::mpsc::channel();
         let first = done.clone();
@@ -495,9 +506,32 @@ mod tests {
             &pool,
             run(move || {
                 gate.recv().unwrap();
-                first.send(1).unwrap();
+                first.send(busy).unwrap();
             }),
         );
+        BusyPool {
+            pool,
+            release,
+            done,
+            finished,
+        }
+    }
+
+    struct BusyPool<T> {
+        pool: Arc<BlockingPool<Run>>,
+        release: std::sync::mpsc::Sender<()>,
+        done: std::sync::mpsc::Sender<T>,
+        finished: std::sync::mpsc::Receiver<T>,
+    }
+
+    #[test]
+    fn a_refused_start_with_a_busy_thread_queues_the_job_for_it() {
+        let BusyPool {
+            pool,
+            release,
+            done,
+            finished,
+        } = with_a_busy_thread(4, 1);
         // The only thread is busy, so this job asks for a second one, which is refused.
         BlockingPool::spawn_with(&pool, run(move || done.send(2).unwrap()), refuse);
         assert_eq!(pool.threads(), 1);
@@ -510,17 +544,12 @@ mod tests {
 
     #[test]
     fn spawn_now_runs_past_the_cap_while_a_job_waits_behind_it() {
-        let pool = Arc::new(BlockingPool::new(1, Duration::MAX, "test".to_owned()));
-        let (release, gate) = std::sync::mpsc::channel::<()>();
-        let (done, finished) = std::sync::mpsc::channel();
-        let first = done.clone();
-        BlockingPool::spawn(
-            &pool,
-            run(move || {
-                gate.recv().unwrap();
-                first.send("busy").unwrap();
-            }),
-        );
+        let BusyPool {
+            pool,
+            release,
+            done,
+            finished,
+        } = with_a_busy_thread(1, "busy");
         // Behind the cap: waits for the busy thread.
         let queued = done.clone();
         BlockingPool::spawn(&pool, run(move || queued.send("queued").unwrap()));
@@ -535,26 +564,6 @@ mod tests {
         release.send(()).unwrap();
         assert_eq!(finished.recv().unwrap(), "busy");
         assert_eq!(finished.recv().unwrap(), "queued");
-        pool.shutdown();
-        assert!(pool.wait_for_exit(None));
-    }
-
-    #[test]
-    fn spawn_now_takes_an_idle_thread() {
-        let pool = Arc::new(BlockingPool::new(4, Duration::MAX, "test".to_owned()));
-        let (done, finished) = std::sync::mpsc::channel();
-        let first = done.clone();
-        BlockingPool::spawn(&pool, run(move || first.send(()).unwrap()));
-        finished.recv().unwrap();
-        wait_for_idle(&pool);
-        for _ in 0..10 {
-            let done = done.clone();
-            BlockingPool::spawn_now(&pool, Box::new(move || done.send(()).unwrap()))
-                .expect("the idle thread");
-            finished.recv().unwrap();
-            wait_for_idle(&pool);
-        }
-        assert_eq!(pool.threads(), 1);
         pool.shutdown();
         assert!(pool.wait_for_exit(None));
     }
