@@ -254,13 +254,24 @@ fn metrics_cost(c: &mut Criterion) {
 /// (i) a `spawn_blocking` round trip, on 2 workers. Wall time only: the loop awaits other
 /// threads, so it may move between workers and its thread's CPU time means nothing.
 fn spawn_blocking(c: &mut Criterion) {
-    let mut group = c.benchmark_group("spawn_blocking");
-    bench_wall(
-        &mut group,
-        &Escapement::new(2),
+    wall_group(
+        c,
+        "spawn_blocking",
         spawn_blocking_loop::<Escapement>,
+        spawn_blocking_loop::<Tokio>,
     );
-    bench_wall(&mut group, &Tokio::new(2), spawn_blocking_loop::<Tokio>);
+}
+
+/// A group of two benchmarks by wall time on 2 workers, one per runtime: `escapement` and
+/// `tokio`, each the same loop written once over [`Rt`].
+fn wall_group<E, T>(c: &mut Criterion, name: &str, escapement: fn(u64) -> E, tokio: fn(u64) -> T)
+where
+    E: Future<Output = ()> + Send + 'static,
+    T: Future<Output = ()> + Send + 'static,
+{
+    let mut group = c.benchmark_group(name);
+    bench_wall(&mut group, &Escapement::new(2), escapement);
+    bench_wall(&mut group, &Tokio::new(2), tokio);
     group.finish();
 }
 
@@ -290,14 +301,12 @@ async fn spawn_blocking_loop<R: Rt>(iters: u64) {
 
 /// (j) a `block_in_place` hand-off, on 2 workers, by wall time as (i).
 fn block_in_place(c: &mut Criterion) {
-    let mut group = c.benchmark_group("block_in_place");
-    bench_wall(
-        &mut group,
-        &Escapement::new(2),
+    wall_group(
+        c,
+        "block_in_place",
         block_in_place_loop::<Escapement>,
+        block_in_place_loop::<Tokio>,
     );
-    bench_wall(&mut group, &Tokio::new(2), block_in_place_loop::<Tokio>);
-    group.finish();
 }
 
 /// `iters` trivial closures through `block_in_place`, each followed by a yield.
