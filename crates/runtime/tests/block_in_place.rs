@@ -24,6 +24,15 @@ fn one_worker() -> escapement::Runtime {
         .expect("a runtime")
 }
 
+/// One worker, and a cap of one thread for `spawn_blocking` closures.
+fn one_worker_one_blocking_thread() -> escapement::Runtime {
+    escapement::Builder::new()
+        .worker_threads(1)
+        .max_blocking_threads(1)
+        .build()
+        .expect("a runtime")
+}
+
 #[test]
 fn a_task_queued_on_the_worker_runs_while_the_closure_blocks() {
     let rt = one_worker();
@@ -148,11 +157,7 @@ fn hand_offs_in_turn_reuse_idle_blocking_threads() {
 
 #[test]
 fn the_worker_does_not_wait_behind_blocking_closures_at_the_cap() {
-    let rt = escapement::Builder::new()
-        .worker_threads(1)
-        .max_blocking_threads(1)
-        .build()
-        .expect("a runtime");
+    let rt = one_worker_one_blocking_thread();
     let outcome = rt.block_on(rt.spawn(async {
         // The only blocking thread runs a closure that waits until the task releases it.
         let (started, started_rx) = mpsc::channel::<()>();
@@ -179,11 +184,7 @@ fn the_worker_does_not_wait_behind_blocking_closures_at_the_cap() {
 
 #[test]
 fn a_worker_on_a_blocking_thread_leaves_the_cap_to_the_closures() {
-    let rt = escapement::Builder::new()
-        .worker_threads(1)
-        .max_blocking_threads(1)
-        .build()
-        .expect("a runtime");
+    let rt = one_worker_one_blocking_thread();
     let answer = rt.block_on(rt.spawn(async {
         block_in_place(|| ());
         // Now on the blocking thread that holds the worker, until shutdown.
