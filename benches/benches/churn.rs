@@ -49,12 +49,26 @@
 //! ```sh
 //! cargo bench -p escapement-benches --bench churn
 //! ```
+//!
+//! # The floor
+//!
+//! `churn --child floor WORKERS` (the bench binary, run by hand) runs the same handlers on
+//! escapement's executor against [`FloorSleep`], a timer with no driver behind it: 104 bytes
+//! like escapement's `Sleep`, whose whole state is a deadline in milliseconds that a reset
+//! overwrites, compared with a clock that a thread advances every millisecond. It never
+//! takes a lock, never enters a list and never wakes anyone, and `sleep` does not read the
+//! clock. What it costs is what the loop costs around any timer: picking connections,
+//! touching the boxed timers (a cache miss each for most of the 400k), polling and yielding.
+//! No runtime's timers can run the loop faster, so its figure bounds what any runtime can
+//! reach against tokio's.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::ops::AddAssign;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
@@ -159,7 +173,8 @@ fn main() {
         let sample = match args[0].as_str() {
             "escapement" => churn(&Escapement::new(workers)),
             "tokio" => churn(&Tokio::new(workers)),
-            other => panic!("--child escapement|tokio WORKERS, got {other:?}"),
+            "floor" => churn(&Floor::new(workers)),
+            other => panic!("--child escapement|tokio|floor WORKERS, got {other:?}"),
         };
         let o = sample.ops;
         print_result(format_args!(
@@ -324,4 +339,138 @@ async fn handler<R: Rt>(seed: u64, ready: Arc<AtomicUsize>) -> (Ops, Instant, In
         R::yield_now().await;
     }
     (ops, start, Instant::now())
+}
+
+/// The floor's runtime: escapement's executor with [`FloorSleep`] for its timers.
+#[derive(Debug)]
+struct Floor(Escapement);
+
+impl Floor {
+    /// Escapement with `workers` workers, and the thread that advances [`FloorSleep`]'s
+    /// clock, which runs until the process exits.
+    fn new(workers: usize) -> Floor {
+        FloorSleep::now_ms();
+        std::thread::spawn(|| loop {
+            std::thread::sleep(Duration::from_millis(1));
+            FloorSleep::advance();
+        });
+        Floor(Escapement::new(workers))
+    }
+}
+
+/// A timer with nothing behind it but its deadline: see "The floor" above. Polling it once
+/// its deadline has passed is `Ready`, before that `Pending`, and it never wakes the task, so
+/// it serves only a loop that polls it again by itself (as the churn polls its TIME-WAIT
+/// heads); awaited, it would never finish.
+#[derive(Debug)]
+struct FloorSleep {
+    /// The deadline, in milliseconds since [`FloorSleep::base`].
+    deadline_ms: u64,
+    /// The rest of the 104 bytes of escapement's `Sleep`, so that the timers take the same
+    /// memory and the same cache misses.
+    _rest: [u8; size_of::<escapement::time::Sleep>() - size_of::<u64>()],
+}
+
+/// The floor's clock: milliseconds since [`FloorSleep::base`], advanced by [`Floor`]'s thread.
+static FLOOR_NOW_MS: AtomicU64 = AtomicU64::new(0);
+
+impl FloorSleep {
+    /// The instant the floor's clock counts from.
+    fn base() -> Instant {
+        static BASE: OnceLock<Instant> = OnceLock::new();
+        *BASE.get_or_init(Instant::now)
+    }
+
+    /// The floor's clock, in milliseconds: a load, no clock read.
+    fn now_ms() -> u64 {
+        Self::base();
+        FLOOR_NOW_MS.load(Ordering::Relaxed)
+    }
+
+    /// Moves the floor's clock to the real time.
+    fn advance() {
+        let ms = u64::try_from(Self::base().elapsed().as_millis()).unwrap_or(u64::MAX);
+        FLOOR_NOW_MS.store(ms, Ordering::Relaxed);
+    }
+
+    /// `deadline` in the floor's milliseconds, rounded up as a runtime rounds up to its tick.
+    fn to_ms(deadline: Instant) -> u64 {
+        let since = deadline.saturating_duration_since(Self::base());
+        u64::try_from(since.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+    }
+}
+
+impl Future for FloorSleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if self.deadline_ms <= FloorSleep::now_ms() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+impl Rt for Floor {
+    const NAME: &'static str = "floor";
+
+    type Sleep = FloorSleep;
+
+    fn sleep(duration: Duration) -> FloorSleep {
+        let ms = u64::try_from(duration.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX);
+        FloorSleep {
+            deadline_ms: FloorSleep::now_ms().saturating_add(ms),
+            _rest: [0; size_of::<escapement::time::Sleep>() - size_of::<u64>()],
+        }
+    }
+
+    fn deadline_after(duration: Duration) -> impl Copy {
+        Instant::now() + duration
+    }
+
+    fn reset(sleep: Pin<&mut FloorSleep>, deadline: Instant) {
+        sleep.get_mut().deadline_ms = FloorSleep::to_ms(deadline);
+    }
+
+    fn is_elapsed(sleep: &FloorSleep) -> bool {
+        sleep.deadline_ms <= FloorSleep::now_ms()
+    }
+
+    fn timeout<F: Future>(
+        duration: Duration,
+        future: F,
+    ) -> impl Future<Output = Option<F::Output>> {
+        Escapement::timeout(duration, future)
+    }
+
+    fn yield_now() -> impl Future<Output = ()> + Send {
+        Escapement::yield_now()
+    }
+
+    fn spawn_blocking<T: Send + 'static>(
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> impl Future<Output = T> + Send {
+        Escapement::spawn_blocking(f)
+    }
+
+    fn block_in_place<T>(f: impl FnOnce() -> T) -> T {
+        Escapement::block_in_place(f)
+    }
+
+    fn unconstrained<F: Future + Send>(future: F) -> impl Future<Output = F::Output> + Send {
+        Escapement::unconstrained(future)
+    }
+
+    fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.0.block_on(future)
+    }
+
+    fn spawn<F>(&self, future: F) -> impl Future<Output = F::Output> + Send + 'static
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.0.spawn(future)
+    }
 }
