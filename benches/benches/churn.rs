@@ -343,7 +343,7 @@ async fn handler<R: Rt>(seed: u64, ready: Arc<AtomicUsize>) -> (Ops, Instant, In
 
 /// The floor's runtime: escapement's executor with [`FloorSleep`] for its timers.
 #[derive(Debug)]
-struct Floor(Escapement);
+struct Floor(escapement::Runtime);
 
 impl Floor {
     /// Escapement with `workers` workers, and the thread that advances [`FloorSleep`]'s
@@ -354,7 +354,7 @@ impl Floor {
             std::thread::sleep(Duration::from_millis(1));
             FloorSleep::advance();
         });
-        Floor(Escapement::new(workers))
+        Floor(Escapement::new(workers).0)
     }
 }
 
@@ -444,33 +444,5 @@ impl Rt for Floor {
         Escapement::timeout(duration, future)
     }
 
-    fn yield_now() -> impl Future<Output = ()> + Send {
-        Escapement::yield_now()
-    }
-
-    fn spawn_blocking<T: Send + 'static>(
-        f: impl FnOnce() -> T + Send + 'static,
-    ) -> impl Future<Output = T> + Send {
-        Escapement::spawn_blocking(f)
-    }
-
-    fn block_in_place<T>(f: impl FnOnce() -> T) -> T {
-        Escapement::block_in_place(f)
-    }
-
-    fn unconstrained<F: Future + Send>(future: F) -> impl Future<Output = F::Output> + Send {
-        Escapement::unconstrained(future)
-    }
-
-    fn block_on<F: Future>(&self, future: F) -> F::Output {
-        self.0.block_on(future)
-    }
-
-    fn spawn<F>(&self, future: F) -> impl Future<Output = F::Output> + Send + 'static
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        self.0.spawn(future)
-    }
+    common::rt_executor!(escapement, unconstrained: escapement::task::unconstrained);
 }

@@ -107,6 +107,51 @@ impl Tokio {
     }
 }
 
+/// The [`Rt`] methods that drive tasks, for an `impl Rt` block of a wrapper whose field 0 is
+/// `$krate`'s runtime: everything but the timers, which [`impl_rt`] adds for the two
+/// runtimes and the churn's floor gives its own.
+macro_rules! rt_executor {
+    ($krate:ident, unconstrained: $unconstrained:path) => {
+        fn yield_now() -> impl Future<Output = ()> + Send {
+            $krate::task::yield_now()
+        }
+
+        fn spawn_blocking<T: Send + 'static>(
+            f: impl FnOnce() -> T + Send + 'static,
+        ) -> impl Future<Output = T> + Send {
+            let task = $krate::task::spawn_blocking(f);
+            async move { task.await.expect("the closure panicked") }
+        }
+
+        fn block_in_place<T>(f: impl FnOnce() -> T) -> T {
+            $krate::task::block_in_place(f)
+        }
+
+        fn unconstrained<F: Future + Send>(future: F) -> impl Future<Output = F::Output> + Send {
+            $unconstrained(future)
+        }
+
+        fn block_on<F: Future>(&self, future: F) -> F::Output {
+            self.0.block_on(future)
+        }
+
+        fn spawn<F>(&self, future: F) -> impl Future<Output = F::Output> + Send + 'static
+        where
+            F: Future + Send + 'static,
+            F::Output: Send + 'static,
+        {
+            let task = self.0.spawn(future);
+            async move { task.await.expect("the task panicked") }
+        }
+    };
+}
+
+#[allow(
+    unused_imports,
+    reason = "only the churn's floor names it from outside this module"
+)]
+pub(crate) use rt_executor;
+
 /// Implements [`Rt`] for `$wrapper`, the wrapper of `$krate`'s runtime. Both crates spell
 /// the API alike (`$krate::time::{sleep, timeout, Sleep, Instant}`, `$krate::task::yield_now`,
 /// `block_on` and `spawn` on the runtime), so one body serves both; only `unconstrained`
@@ -138,39 +183,7 @@ macro_rules! impl_rt {
                 $krate::time::timeout(duration, future).await.ok()
             }
 
-            fn yield_now() -> impl Future<Output = ()> + Send {
-                $krate::task::yield_now()
-            }
-
-            fn spawn_blocking<T: Send + 'static>(
-                f: impl FnOnce() -> T + Send + 'static,
-            ) -> impl Future<Output = T> + Send {
-                let task = $krate::task::spawn_blocking(f);
-                async move { task.await.expect("the closure panicked") }
-            }
-
-            fn block_in_place<T>(f: impl FnOnce() -> T) -> T {
-                $krate::task::block_in_place(f)
-            }
-
-            fn unconstrained<F: Future + Send>(
-                future: F,
-            ) -> impl Future<Output = F::Output> + Send {
-                $unconstrained(future)
-            }
-
-            fn block_on<F: Future>(&self, future: F) -> F::Output {
-                self.0.block_on(future)
-            }
-
-            fn spawn<F>(&self, future: F) -> impl Future<Output = F::Output> + Send + 'static
-            where
-                F: Future + Send + 'static,
-                F::Output: Send + 'static,
-            {
-                let task = self.0.spawn(future);
-                async move { task.await.expect("the task panicked") }
-            }
+            rt_executor!($krate, unconstrained: $unconstrained);
         }
     };
 }
