@@ -33,6 +33,8 @@ models=(
     "22-handed-off-thread-stays-in-the-loop block_in_place"
     "23-spawn-now-waits-behind-the-cap blocking_pool"
     "24-spawn-now-wakes-no-idle-thread blocking_pool"
+    "25-take-back-keeps-the-new-workers-count block_in_place"
+    "26-taken-back-thread-leaves-the-loop block_in_place"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

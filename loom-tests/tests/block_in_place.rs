@@ -1,20 +1,23 @@
 //! Model 8e: `block_in_place` hands a runtime's only worker to a new thread of the blocking
 //! pool (it has none idle) while a task polls, with another task in the worker's queue. The
-//! queued task runs on the new thread (it moved with the queue, and no other thread takes
-//! from it), the calling task, woken by the queued one's completion while the old thread may
-//! still be in its poll, is neither lost nor run twice, and the shutdown waits for both
-//! threads without waiting forever: the live count took the new thread on before it started
-//! and gives the old one back when it leaves its loop. (A hand-off to an idle thread of the
-//! pool is model 14's.)
+//! closure returns at once, so its return races the new thread for the worker: the new thread
+//! takes it and runs the queued task (it moved with the queue, and no other thread takes from
+//! it), or the old thread takes it back and runs that task itself, and the new thread finds
+//! nothing to run. Either way exactly one thread runs the worker, the calling task, woken by
+//! the queued one's completion while the old thread may still be in its poll, is neither lost
+//! nor run twice, and the shutdown waits for both threads without waiting forever: the live
+//! count took the new thread on before it started and gives one back when the old thread
+//! leaves its loop or takes the worker back. (A hand-off to an idle thread of the pool is
+//! model 14's.)
 //!
 //! Three threads running the whole runtime make a large model: with two preemptions it
-//! explores 82,712 interleavings in about 7 s on the CI machine's kind, with three
-//! 2,480,659 in six and a half minutes, so it is bounded at two whatever
-//! `LOOM_MAX_PREEMPTIONS` says.
+//! explores 29,917 interleavings in about 2.5 s on the CI machine's kind, with three 735,896
+//! in a minute, which the mutants' runs would take four times over, so it is bounded at two
+//! whatever `LOOM_MAX_PREEMPTIONS` says.
 #![cfg(loom)]
 
 #[test]
-fn a_queued_task_moves_with_the_worker_and_shutdown_waits_for_both_threads() {
+fn a_queued_task_runs_once_whichever_thread_has_the_worker_and_shutdown_waits_for_both() {
     let mut model = loom::model::Builder::new();
     model.preemption_bound = Some(2);
     model.check(|| {

@@ -4,7 +4,9 @@
 //! rest of the poll stays on the calling thread; a panic is the task's; a paused clock holds
 //! still meanwhile; shutdown waits for the closure. The worker goes to a blocking thread, an
 //! idle one when there is one, and neither waits for nor takes the place of `spawn_blocking`
-//! closures under `max_blocking_threads`. Anywhere else it just calls the closure.
+//! closures under `max_blocking_threads`. A closure that returns before that thread has
+//! taken the worker takes it back, and leaves the runtime's counts as it found them.
+//! Anywhere else it just calls the closure.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -31,6 +33,21 @@ fn one_worker_one_blocking_thread() -> escapement::Runtime {
         .max_blocking_threads(1)
         .build()
         .expect("a runtime")
+}
+
+/// Called from a task on a runtime of one worker: `block_in_place` around `f`, which starts
+/// only once the worker runs on another thread (a task queued on it has run), so that it is
+/// never taken back.
+fn block_once_the_worker_moved<R>(f: impl FnOnce() -> R) -> R {
+    let (tx, rx) = mpsc::channel();
+    drop(escapement::spawn(async move {
+        let _ = tx.send(());
+    }));
+    block_in_place(|| {
+        rx.recv_timeout(PATIENCE)
+            .expect("the worker went on on another thread");
+        f()
+    })
 }
 
 #[test]
@@ -106,7 +123,7 @@ fn the_rest_of_the_poll_stays_on_the_thread_and_the_worker_moves_to_a_blocking_t
     let (before, during, after, later, name) = rt.block_on(async {
         escapement::spawn(async {
             let before = thread::current().id();
-            let during = block_in_place(|| thread::current().id());
+            let during = block_once_the_worker_moved(|| thread::current().id());
             let after = thread::current().id();
             // The next poll runs on the worker's new thread.
             escapement::task::yield_now().await;
@@ -134,7 +151,7 @@ fn hand_offs_in_turn_reuse_idle_blocking_threads() {
     let threads = rt.block_on(rt.spawn(async {
         let mut threads = vec![thread::current().id()];
         for _ in 0..20 {
-            block_in_place(|| ());
+            block_once_the_worker_moved(|| ());
             // The next poll runs on the thread the worker went to; meanwhile the thread it
             // left goes back to the pool, idle.
             sleep(Duration::from_millis(5)).await;
@@ -186,7 +203,7 @@ fn the_worker_does_not_wait_behind_blocking_closures_at_the_cap() {
 fn a_worker_on_a_blocking_thread_leaves_the_cap_to_the_closures() {
     let rt = one_worker_one_blocking_thread();
     let answer = rt.block_on(rt.spawn(async {
-        block_in_place(|| ());
+        block_once_the_worker_moved(|| ());
         // Now on the blocking thread that holds the worker, until shutdown.
         escapement::task::yield_now().await;
         escapement::time::timeout(PATIENCE, escapement::task::spawn_blocking(|| 7)).await
@@ -195,6 +212,67 @@ fn a_worker_on_a_blocking_thread_leaves_the_cap_to_the_closures() {
         .unwrap()
         .expect("a spawn_blocking closure waited behind the worker");
     assert_eq!(answer.unwrap(), 7);
+}
+
+#[test]
+fn a_short_closure_takes_the_worker_back() {
+    // Whether the closure returns before the pool's thread has taken the worker is a race,
+    // so each trial gets a fresh runtime: its worker starts on a thread of its own, which
+    // exits once it has handed the worker away for good, and a thread id is never reused.
+    // So the next poll runs on that same thread only if the worker was taken back.
+    let trials = 200;
+    let stayed = (0..trials)
+        .filter(|_| {
+            let rt = one_worker();
+            let stayed = rt.block_on(rt.spawn(async {
+                let first = thread::current().id();
+                block_in_place(|| ());
+                escapement::task::yield_now().await;
+                thread::current().id() == first
+            }));
+            stayed.unwrap()
+        })
+        .count();
+    eprintln!("taken back in {stayed} of {trials}");
+    assert!(
+        stayed > 0,
+        "the worker was never taken back in {trials} trials"
+    );
+}
+
+#[test]
+fn taking_the_worker_back_leaves_the_counts_as_they_were() {
+    // On a paused clock a sleep completes only once every thread counted active is idle, and
+    // the drop returns only once every thread counted live has left: a count the take-back
+    // did not give back would hang one or the other.
+    let (report, reported) = mpsc::channel();
+    let checker = thread::spawn(move || {
+        let rt = escapement::Builder::new()
+            .worker_threads(1)
+            .start_paused(true)
+            .build()
+            .expect("a runtime");
+        let slept = rt.block_on(rt.spawn(async {
+            for _ in 0..20 {
+                block_in_place(|| ());
+                escapement::task::yield_now().await;
+            }
+            let start = Instant::now();
+            sleep(Duration::from_secs(3600)).await;
+            start.elapsed()
+        }));
+        report.send(slept.unwrap()).unwrap();
+        drop(rt);
+        report.send(Duration::ZERO).unwrap();
+    });
+    let slept = reported
+        .recv_timeout(PATIENCE)
+        .expect("the paused clock moved on to the sleep");
+    assert_eq!(slept, Duration::from_secs(3600));
+    reported
+        .recv_timeout(PATIENCE)
+        .expect("the runtime's drop returned");
+    checker.join().unwrap();
 }
 
 #[test]
@@ -356,7 +434,7 @@ fn the_runtime_drops_on_the_thread_that_handed_its_worker_away() {
                 // Outside the workers here: the drop waits for every worker thread.
                 block_in_place(|| drop(take()));
             } else {
-                block_in_place(|| ());
+                block_once_the_worker_moved(|| ());
                 // Back on a worker thread without a core: the drop waits for the others.
                 drop(take());
             }

@@ -34,14 +34,21 @@
 //!    (`Handle::block_on` works), and, its core gone, a task woken there goes to the
 //!    injector. It still counts among the live workers, so a runtime dropped there waits for
 //!    the others but not for itself, and not for blocking closures, as from async code.
-//! 4. Once the poll returns, `ROLE` says `HandedOff` and the old thread leaves the loop, its
-//!    own exit balancing the count of step 1. It was active until then, so a paused clock
-//!    does not jump while the closure runs. A pool thread then goes back to the pool, where
-//!    the next hand-off may take it; a thread the runtime started as a worker exits.
+//! 4. When the closure returns (or panics), take the core back if it is still in the slot:
+//!    the thread given the job has not started the loop yet, as happens when the closure is
+//!    short. Step 1 is undone (`put_core_back`), `ROLE` says `Polling` again, and the old
+//!    thread goes on as the worker; the job, when it runs, finds the slot empty and returns
+//!    its thread to the pool. The slot's lock decides who has the core, so exactly one of the
+//!    two threads runs the worker.
+//! 5. Otherwise, once the poll returns, `ROLE` says `HandedOff` and the old thread leaves the
+//!    loop, its own exit balancing the count of step 1. It was active until then, so a
+//!    paused clock does not jump while the closure runs. A pool thread then goes back to the
+//!    pool, where the next hand-off may take it; a thread the runtime started as a worker
+//!    exits.
 //!
-//! A task woken on the old thread after step 1 goes to the injector: `push_local` finds no
-//! queue. Nothing else of the worker stays behind: its `Worker` on the old stack keeps only
-//! the turn counter and the stealing heuristics.
+//! A task woken on the old thread between steps 1 and 4 goes to the injector: `push_local`
+//! finds no queue. Nothing else of the worker stays behind: its `Worker` on the old stack
+//! keeps only the turn counter and the stealing heuristics.
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -215,21 +222,31 @@ pub(crate) fn hand_off() -> Option<InClosure> {
             .lock()
             .take()
             .expect("a job that never ran left the core");
-        LOCAL.with(|local| {
-            let mut local = local.borrow_mut();
-            let local = local.as_mut().expect("still in LOCAL");
-            local.queue = Some(core.queue);
-            local.park = Some(core.park);
-        });
-        shared.driver.deactivate();
-        shared.worker_exited();
+        put_core_back(shared, core);
         return None;
     }
     // Step 3: this thread's timer metrics go to the shared block from now on.
     shared.driver.metrics().exit_worker();
     ROLE.with(|role| role.set(Role::HandedOff));
     set_in_closure(true);
-    Some(InClosure(()))
+    Some(InClosure {
+        slot,
+        handle,
+        index,
+    })
+}
+
+/// Gives `core`, which no other thread took, back to this thread's worker, undoing step 1:
+/// the count of a new live worker and of an active thread for the driver.
+fn put_core_back(shared: &Shared, core: Core) {
+    LOCAL.with(|local| {
+        let mut local = local.borrow_mut();
+        let local = local.as_mut().expect("still in LOCAL");
+        local.queue = Some(core.queue);
+        local.park = Some(core.park);
+    });
+    shared.driver.deactivate();
+    shared.worker_exited();
 }
 
 fn set_in_closure(in_closure: bool) {
@@ -240,13 +257,28 @@ fn set_in_closure(in_closure: bool) {
     });
 }
 
-/// From [`hand_off`]: while it lives, the thread may block; when it drops, the thread is a
-/// worker thread without a core until its poll returns.
-pub(crate) struct InClosure(());
+/// From [`hand_off`]: while it lives, the thread may block. When it drops (the closure
+/// returned or panicked), the thread takes the core back if no thread has taken it from the
+/// slot yet (step 4) and goes on as the worker; otherwise it is a worker thread without a
+/// core until its poll returns.
+pub(crate) struct InClosure {
+    slot: Arc<Mutex<Option<Core>>>,
+    handle: Handle,
+    index: usize,
+}
 
 impl Drop for InClosure {
     fn drop(&mut self) {
         set_in_closure(false);
+        // The lock decides between this thread and the job: whichever takes the core runs
+        // the worker, and the other finds the slot empty.
+        let core = self.slot.lock().take();
+        if let Some(core) = core {
+            let shared = &self.handle.shared;
+            put_core_back(shared, core);
+            shared.driver.metrics().enter_worker(self.index);
+            ROLE.with(|role| role.set(Role::Polling));
+        }
     }
 }
 
@@ -298,7 +330,7 @@ impl Worker {
             }
             if let Some(task) = self.next_task().or_else(|| self.steal()) {
                 if self.run_task(task) == Role::HandedOff {
-                    // Active until now, as the closure ran here (step 4).
+                    // Active until now, as the closure ran here (step 5).
                     driver.deactivate();
                     break;
                 }

@@ -16,9 +16,11 @@ use crate::scheduler::worker;
 /// [`Handle::block_on`](crate::Handle::block_on) works there, so
 /// `block_in_place(|| Handle::current().block_on(fut))` waits for a future from
 /// synchronous code. When `f` returns, the rest of the task's current poll runs on this
-/// thread, which then leaves the worker's loop: a blocking thread goes back to the pool,
-/// idle, for the next closure or hand-off; a thread the runtime started as a worker exits.
-/// The task's later polls run on the workers as usual.
+/// thread. If the pool's thread has not taken the worker yet (`f` was short), this thread
+/// takes it back and goes on as the worker, and the pool's thread goes idle again.
+/// Otherwise this thread leaves the worker's loop once the poll returns: a blocking thread
+/// goes back to the pool, idle, for the next closure or hand-off; a thread the runtime
+/// started as a worker exits. The task's later polls run on the workers as usual.
 ///
 /// Anywhere else (in [`block_on`](crate::Runtime::block_on), in a
 /// [`spawn_blocking`](crate::task::spawn_blocking) closure, outside any runtime, or inside a
