@@ -45,7 +45,7 @@ fn block_once_the_worker_moved<R>(f: impl FnOnce() -> R) -> R {
     }));
     block_in_place(|| {
         rx.recv_timeout(PATIENCE)
-            .expect("the worker went on on another thread");
+            .expect("the worker moved to another thread");
         f()
     })
 }
