@@ -15,7 +15,7 @@
 
 use std::fmt;
 
-use crate::level::{level_for, slot_for, slot_last, slot_start, Level, LEVELS};
+use crate::level::{level_for, slot_for, slot_last, slot_start, way_for, Level, Slot, LEVELS};
 use crate::list::{Arena, List};
 
 pub(crate) struct Hierarchy<H> {
@@ -25,7 +25,8 @@ pub(crate) struct Hierarchy<H> {
     len: usize,
     /// Bit `L` is set exactly when level `L` holds a node.
     occupied: u16,
-    /// On the heap: eleven levels of 64 lists are a few kilobytes, too much to move around.
+    /// On the heap: eleven levels of 64 slots of four lists are 11 to 45 KiB, too much to
+    /// move around.
     levels: Box<[Level<H>; LEVELS]>,
     /// Nodes whose deadline is at or before `now`, sorted by deadline, ties in the order they
     /// were linked.
@@ -134,7 +135,8 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
             self.due.unlink(arena, h);
         } else {
             let level = level_for(self.now, deadline);
-            if self.levels[level].unlink(arena, slot_for(deadline, level), h) {
+            let (slot, way) = (slot_for(deadline, level), way_for(deadline));
+            if self.levels[level].unlink(arena, slot, way, h) {
                 self.occupied &= !(1 << level);
             }
         }
@@ -170,12 +172,14 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
             let mut slots = self.levels[level].occupied;
             while slots != 0 {
                 let slot = slots.trailing_zeros() as usize;
-                let mut cursor = self.levels[level].slots[slot].head;
-                while let Some(h) = cursor {
-                    if counts(arena, h) {
-                        return Some(slot_start(self.now, level, slot));
+                for list in &self.levels[level].slots[slot] {
+                    let mut cursor = list.head;
+                    while let Some(h) = cursor {
+                        if counts(arena, h) {
+                            return Some(slot_start(self.now, level, slot));
+                        }
+                        cursor = arena.header(h).next;
                     }
-                    cursor = arena.header(h).next;
                 }
                 slots &= slots - 1;
             }
@@ -240,8 +244,10 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
         let mut all = self.due.take();
         for level in self.levels.iter_mut() {
             while let Some(slot) = level.first_occupied() {
-                let (list, _) = level.take(slot);
-                all.append(arena, list);
+                let (lists, _) = level.take(slot);
+                for list in lists {
+                    all.append(arena, list);
+                }
             }
         }
         self.occupied = 0;
@@ -267,7 +273,8 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
             self.place_due(arena, h, deadline);
         } else {
             let level = level_for(self.now, deadline);
-            self.levels[level].push(arena, slot_for(deadline, level), h);
+            let (slot, way) = (slot_for(deadline, level), way_for(deadline));
+            self.levels[level].push(arena, slot, way, h);
             self.occupied |= 1 << level;
         }
     }
@@ -288,9 +295,11 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
     }
 
     /// Empties the first occupied slot (which starts at `start`, at or before the polled tick
-    /// `target`), moving the current tick up to it, and places each of its nodes again, in
-    /// order, so nodes with equal deadlines keep their relative order. The due list is empty
-    /// (`poll` drains it first).
+    /// `target`), moving the current tick up to it, and places each of its nodes again. It
+    /// takes one node from each of the slot's lists in turn, so that the loads of the next
+    /// nodes of different lists do not wait for each other; each list is walked in order, and
+    /// nodes with equal deadlines share a list, so they keep their relative order. The due
+    /// list is empty (`poll` drains it first).
     ///
     /// Each node walked is placed for its later deadline, if `later` reports one (see
     /// `poll`), which is then its linked deadline.
@@ -313,27 +322,47 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
     ) {
         debug_assert!(self.due.is_empty(), "cascading with due nodes waiting");
         self.cascades += 1;
-        let (list, level_empty) = self.levels[level].take(slot);
+        let (lists, level_empty) = self.levels[level].take(slot);
         if level_empty {
             self.occupied &= !(1 << level);
         }
         if level == 0 {
             self.now = start;
-            self.due = list;
+            self.due = lists[way_for(start)];
+            debug_assert_eq!(
+                lists.iter().filter(|list| !list.is_empty()).count(),
+                1,
+                "a level-0 slot holds one deadline, so one list"
+            );
             return;
         }
-        if let (Some(only), true) = (list.head, list.head == list.tail) {
+        if let Some(only) = Self::single(&lists) {
             let deadline = Self::refresh(arena, only, later);
             self.now = deadline.min(target).min(slot_last(start, level)).max(start);
             self.place(arena, only, deadline);
             return;
         }
         self.now = start;
-        let mut cursor = list.head;
-        while let Some(h) = cursor {
-            cursor = arena.header(h).next;
-            let deadline = Self::refresh(arena, h, later);
-            self.place(arena, h, deadline);
+        let mut cursors = lists.map(|list| list.head);
+        // One node from each list in turn.
+        while cursors.iter().any(Option::is_some) {
+            for cursor in &mut cursors {
+                if let Some(h) = *cursor {
+                    *cursor = arena.header(h).next;
+                    let deadline = Self::refresh(arena, h, later);
+                    self.place(arena, h, deadline);
+                }
+            }
+        }
+    }
+
+    /// The node of a slot's lists when they hold exactly one.
+    #[inline]
+    fn single(lists: &Slot<H>) -> Option<H> {
+        let mut occupied = lists.iter().filter(|list| !list.is_empty());
+        match (occupied.next(), occupied.next()) {
+            (Some(list), None) if list.head == list.tail => list.head,
+            _ => None,
         }
     }
 
@@ -378,29 +407,36 @@ impl<H: Copy + Eq + fmt::Debug> Hierarchy<H> {
                 level.occupied != 0,
                 "level mask disagrees with level {level_index}"
             );
-            for (slot_index, list) in level.slots.iter().enumerate() {
+            for (slot_index, lists) in level.slots.iter().enumerate() {
                 assert_eq!(
                     level.occupied & (1 << slot_index) != 0,
-                    !list.is_empty(),
+                    lists.iter().any(|list| !list.is_empty()),
                     "bitmap of level {level_index} disagrees with slot {slot_index}"
                 );
-                self.check_list(arena, list, "slot", |h, deadline| {
-                    assert!(
-                        deadline > self.now,
-                        "{h:?} in level {level_index} is not in the future"
-                    );
-                    assert_eq!(
-                        level_for(self.now, deadline),
-                        level_index,
-                        "{h:?} is in the wrong level"
-                    );
-                    assert_eq!(
-                        slot_for(deadline, level_index),
-                        slot_index,
-                        "{h:?} is in the wrong slot"
-                    );
-                    count += 1;
-                });
+                for (way_index, list) in lists.iter().enumerate() {
+                    self.check_list(arena, list, "slot", |h, deadline| {
+                        assert!(
+                            deadline > self.now,
+                            "{h:?} in level {level_index} is not in the future"
+                        );
+                        assert_eq!(
+                            level_for(self.now, deadline),
+                            level_index,
+                            "{h:?} is in the wrong level"
+                        );
+                        assert_eq!(
+                            slot_for(deadline, level_index),
+                            slot_index,
+                            "{h:?} is in the wrong slot"
+                        );
+                        assert_eq!(
+                            way_for(deadline),
+                            way_index,
+                            "{h:?} is in the wrong list of its slot"
+                        );
+                        count += 1;
+                    });
+                }
             }
         }
         assert_eq!(count, self.len, "linked nodes do not match the count");

@@ -64,51 +64,76 @@ pub(crate) fn level_range(level: usize) -> u128 {
     (slot_width(level) * SLOTS as u128).min(1u128 << u64::BITS)
 }
 
-/// One level: 64 slot lists and a bitmap of which are non-empty.
+/// Lists per slot. A slot's timers are spread over its lists by deadline, so that a cascade
+/// can walk them side by side: each step of a walk waits for the node it loads (at a million
+/// timers, a cache miss), and walks through separate lists wait at the same time. Timers with
+/// the same deadline share a list, which keeps their order.
+pub(crate) const WAYS: usize = 4;
+
+/// The list of its slot a deadline is linked into: a multiplicative hash of the whole
+/// deadline, which spreads a slot's timers evenly even when their deadlines share low bits.
+/// (A level-0 slot holds a single deadline, so its timers all share one list.)
+#[inline]
+pub(crate) fn way_for(deadline: u64) -> usize {
+    (deadline.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (u64::BITS - WAYS.ilog2())) as usize
+}
+
+/// One slot's lists.
+pub(crate) type Slot<H> = [List<H>; WAYS];
+
+/// One level: 64 slots and a bitmap of which are non-empty.
 #[derive(Debug)]
 pub(crate) struct Level<H> {
-    /// Bit `s` is set exactly when `slots[s]` is non-empty.
+    /// Bit `s` is set exactly when a list of `slots[s]` is non-empty.
     pub(crate) occupied: u64,
-    pub(crate) slots: [List<H>; SLOTS],
+    pub(crate) slots: [Slot<H>; SLOTS],
 }
 
 impl<H: Copy + Eq + std::fmt::Debug> Level<H> {
     pub(crate) const fn new() -> Self {
         Level {
             occupied: 0,
-            slots: [const { List::new() }; SLOTS],
+            slots: [const { [const { List::new() }; WAYS] }; SLOTS],
         }
     }
 
-    /// Links `h` at the back of `slot`.
+    /// Links `h` at the back of list `way` of `slot`.
     #[inline]
-    pub(crate) fn push<A: Arena<Handle = H>>(&mut self, arena: &mut A, slot: usize, h: H) {
-        self.slots[slot].push_back(arena, h);
+    pub(crate) fn push<A: Arena<Handle = H>>(
+        &mut self,
+        arena: &mut A,
+        slot: usize,
+        way: usize,
+        h: H,
+    ) {
+        self.slots[slot][way].push_back(arena, h);
         self.occupied |= 1 << slot;
     }
 
-    /// Unlinks `h` from `slot`; returns whether the level is now empty.
+    /// Unlinks `h` from list `way` of `slot`; returns whether the level is now empty.
     #[inline]
     pub(crate) fn unlink<A: Arena<Handle = H>>(
         &mut self,
         arena: &mut A,
         slot: usize,
+        way: usize,
         h: H,
     ) -> bool {
-        let list = &mut self.slots[slot];
-        list.unlink(arena, h);
-        if list.is_empty() {
+        let lists = &mut self.slots[slot];
+        lists[way].unlink(arena, h);
+        if lists[way].is_empty() && lists.iter().all(List::is_empty) {
             self.occupied &= !(1 << slot);
         }
         self.occupied == 0
     }
 
-    /// Empties `slot` and returns its list; the second value says whether the level is now
+    /// Empties `slot` and returns its lists; the second value says whether the level is now
     /// empty.
     #[inline]
-    pub(crate) fn take(&mut self, slot: usize) -> (List<H>, bool) {
+    pub(crate) fn take(&mut self, slot: usize) -> (Slot<H>, bool) {
         self.occupied &= !(1 << slot);
-        (self.slots[slot].take(), self.occupied == 0)
+        let lists = self.slots[slot].each_mut().map(|list| list.take());
+        (lists, self.occupied == 0)
     }
 
     /// The first non-empty slot.
@@ -170,6 +195,24 @@ mod tests {
         assert_eq!(slot_start(now, 2, 6), 6 * 4096);
         assert_eq!(slot_start(u64::MAX - 5, 10, 15), 15 << 60);
         assert_eq!(slot_start(3, 10, 1), 1 << 60);
+    }
+
+    #[test]
+    fn a_slots_deadlines_spread_over_its_lists() {
+        let level_1_slot: Vec<u64> = (64..128).collect();
+        let same_low_digit: Vec<u64> = (0..64).map(|i| 4096 + i * 64).collect();
+        let whole_seconds: Vec<u64> = (1..=64).map(|i| i * 1000).collect();
+        for deadlines in [level_1_slot, same_low_digit, whole_seconds] {
+            let mut per_list = [0; WAYS];
+            for &d in &deadlines {
+                per_list[way_for(d)] += 1;
+            }
+            assert!(
+                per_list.iter().all(|&n| (8..=24).contains(&n)),
+                "64 deadlines from {} spread as {per_list:?}",
+                deadlines[0]
+            );
+        }
     }
 
     #[test]

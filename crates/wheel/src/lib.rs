@@ -13,8 +13,9 @@
 //! A tick is read as eleven 6-bit digits. Level `L` has 64 slots, one per value of digit `L`,
 //! and a `u64` bitmap of which slots hold timers. A timer whose deadline is later than the
 //! current tick sits at the level of the highest digit in which the two differ (the leading
-//! zeros of `now ^ deadline`), in the slot named by its deadline's digit there. Timers at or
-//! before the current tick wait in a due list, sorted by deadline.
+//! zeros of `now ^ deadline`), in the slot named by its deadline's digit there, and in one of
+//! the slot's four lists, picked by a hash of the deadline. Timers at or before the current
+//! tick wait in a due list, sorted by deadline.
 //!
 //! | level | slot width (ticks) | level range (ticks) | range at 1 ms ticks |
 //! |------:|-------------------:|--------------------:|--------------------:|
@@ -38,11 +39,14 @@
 //!   after the current tick's digit there, so no rotation is needed and no slot is read early.
 //! - **Advancing** moves the current tick to the start of that slot and cascades it: its timers
 //!   are placed again relative to the new tick, dropping to lower levels or into the due list.
-//!   Each timer cascades at most once per level. When no slot starts at or before the polled
+//!   Each timer cascades at most once per level. A cascade walks the slot's four lists side
+//!   by side, one node from each in turn: a step of a walk waits for the node it loads, a
+//!   cache miss in a large wheel, and four walks wait at the same time instead of one after
+//!   the other. When no slot starts at or before the polled
 //!   tick, the current tick jumps straight to it, which leaves every timer where it belongs:
 //!   a jump of 2^40 ticks over an empty wheel is one comparison.
-//! - **Order**: timers with the same deadline always share one list, which is appended to and
-//!   cascaded in order, so ties fire in insertion order.
+//! - **Order**: timers with the same deadline always share one list (the hash is of the
+//!   deadline), which is appended to and cascaded in order, so ties fire in insertion order.
 //! - **Cancel** is an O(1) unlink: a timer's list follows from its deadline and the current
 //!   tick, so nodes do not even store their position. In a keyed wheel past 65,536 slots
 //!   (on x86-64) the unlink waits for the eighth cancel after it, so that the neighbours'

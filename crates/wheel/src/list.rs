@@ -1,7 +1,8 @@
 //! Doubly linked lists threaded through node headers.
 //!
-//! Every list in the wheel (the 64 slots of each level and the due list) is a [`List`] of
-//! handles. A handle names a node; where the node's [`Header`] lives is the business of an
+//! Every list in the wheel (the four of each slot of each level, and the due list) is a
+//! [`List`] of handles. A handle names a node; where the node's [`Header`] lives is the
+//! business of an
 //! [`Arena`]: the keyed wheel's slab answers with an index into a `Vec`, the intrusive wheel
 //! with a pointer into memory its caller owns. The list code is the same for both, and safe:
 //! the intrusive arena is where the one `unsafe` dereference happens.

@@ -17,13 +17,13 @@
 //! Unlinking a cancelled timer writes its two list neighbours. In a slab larger than the cache
 //! those are two random lines, and the stores wait for them to arrive: at a million timers
 //! that was about a third of an insert+cancel pair (`docs/benchmarks.md`). So once the slab
-//! reaches [`DEFER_FROM`] slots (on x86-64, where `core::arch` has a stable prefetch), a cancel takes the value out and makes the
-//! key stale at once, asks the CPU to fetch the neighbours' lines for writing, and parks the
-//! slot in a queue of [`PENDING`] cancels; the unlink happens when the queue is full, by
-//! which time the lines have arrived. Such a slot is *taken*: still linked, but with no
-//! value, unknown to every key, and off the free list until its unlink. The wheel unlinks
-//! every taken slot before anything walks a list or moves time (see `Wheel::poll`), so the
-//! taken state only ever meets inserts, cancels and lookups.
+//! reaches [`DEFER_FROM`] slots (on x86-64, where `core::arch` has a stable prefetch), a
+//! cancel takes the value out and makes the key stale at once, asks the CPU to fetch the
+//! neighbours' lines for writing, and parks the slot in a queue of [`PENDING`] cancels; the
+//! unlink happens when the queue is full, by which time the lines have arrived. Such a slot
+//! is *taken*: still linked, but with no value, unknown to every key, and off the free list
+//! until its unlink. The wheel unlinks every taken slot before anything walks a list or moves
+//! time (see `Wheel::poll`), so the taken state only ever meets inserts, cancels and lookups.
 
 use std::num::NonZeroU32;
 
