@@ -47,6 +47,9 @@ pub struct Node<T> {
 /// What the wheel keeps in a node.
 struct Links<T> {
     header: Header<NonNull<Node<T>>>,
+    /// The arrival number (`Arena::arrival`); with `linked`, it fills the eight bytes after
+    /// the header.
+    arrival: u32,
     linked: bool,
 }
 
@@ -62,6 +65,7 @@ impl<T> Node<T> {
         Node {
             links: UnsafeCell::new(Links {
                 header: Header::new(),
+                arrival: 0,
                 linked: false,
             }),
             value,
@@ -126,6 +130,16 @@ impl<T> Arena for Nodes<T> {
     #[inline]
     fn set_linked(&mut self, h: NonNull<Node<T>>, linked: bool) {
         self.links_mut(h).linked = linked;
+    }
+
+    #[inline]
+    fn arrival(&self, h: NonNull<Node<T>>) -> u32 {
+        self.links(h).arrival
+    }
+
+    #[inline]
+    fn set_arrival(&mut self, h: NonNull<Node<T>>, arrival: u32) {
+        self.links_mut(h).arrival = arrival;
     }
 }
 

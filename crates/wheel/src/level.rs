@@ -64,15 +64,16 @@ pub(crate) fn level_range(level: usize) -> u128 {
     (slot_width(level) * SLOTS as u128).min(1u128 << u64::BITS)
 }
 
-/// Lists per slot. A slot's timers are spread over its lists by deadline, so that a cascade
-/// can walk them side by side: each step of a walk waits for the node it loads (at a million
-/// timers, a cache miss), and walks through separate lists wait at the same time. Timers with
-/// the same deadline share a list, which keeps their order.
+/// Lists per slot. A slot's timers are spread over its lists, so that a cascade can walk them
+/// side by side: each step of a walk waits for the node it loads (at a million timers, a
+/// cache miss), and walks through separate lists wait at the same time. Above level 0 the
+/// deadline picks the list, so timers with the same deadline share one, which keeps their
+/// order; level 0 deals its timers out in turn (`hierarchy.rs`).
 pub(crate) const WAYS: usize = 4;
 
 /// The list of its slot a deadline is linked into: a multiplicative hash of the whole
 /// deadline, which spreads a slot's timers evenly even when their deadlines share low bits.
-/// (A level-0 slot holds a single deadline, so its timers all share one list.)
+/// Level 0 does not use it: a level-0 slot holds a single deadline.
 #[inline]
 pub(crate) fn way_for(deadline: u64) -> usize {
     (deadline.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (u64::BITS - WAYS.ilog2())) as usize

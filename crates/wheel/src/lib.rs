@@ -14,7 +14,8 @@
 //! and a `u64` bitmap of which slots hold timers. A timer whose deadline is later than the
 //! current tick sits at the level of the highest digit in which the two differ (the leading
 //! zeros of `now ^ deadline`), in the slot named by its deadline's digit there, and in one of
-//! the slot's four lists, picked by a hash of the deadline. Timers at or before the current
+//! the slot's four lists: above level 0, the one a hash of the deadline picks; in level 0,
+//! whose slots each hold one deadline, the next in turn. Timers at or before the current
 //! tick wait in a due list, sorted by deadline.
 //!
 //! | level | slot width (ticks) | level range (ticks) | range at 1 ms ticks |
@@ -45,13 +46,22 @@
 //!   the other. When no slot starts at or before the polled
 //!   tick, the current tick jumps straight to it, which leaves every timer where it belongs:
 //!   a jump of 2^40 ticks over an empty wheel is one comparison.
-//! - **Order**: timers with the same deadline always share one list (the hash is of the
-//!   deadline), which is appended to and cascaded in order, so ties fire in insertion order.
-//! - **Cancel** is an O(1) unlink: a timer's list follows from its deadline and the current
-//!   tick, so nodes do not even store their position. In a keyed wheel past 65,536 slots
-//!   (on x86-64) the unlink waits for the eighth cancel after it, so that the neighbours'
-//!   cache lines it writes can be prefetched meanwhile; the timer is gone for its key at once
-//!   (`slab.rs`, "Deferred cancels").
+//! - **Firing**: when time reaches a level-0 slot, its four lists are merged into the due
+//!   list by the arrival number each timer got there (the lists are taken in turn, so the
+//!   merge nearly always takes the next list's head), four misses in flight again; the due
+//!   list is then handed out from the cache. Numbers start from 0 each time a slot empties,
+//!   so a slot that holds one timer holds it in its first list, which becomes the due list
+//!   as it is.
+//! - **Order**: above level 0, timers with the same deadline share one list (the hash is of
+//!   the deadline), which is appended to and cascaded in order; in level 0 the merge restores
+//!   the order of arrival. So ties fire in insertion order. (Arrival numbers are 32 bits and
+//!   wrap; the order holds unless 2^31 timers arrive in one level-0 slot while one waits in
+//!   it, billions within 64 ticks.)
+//! - **Cancel** is an O(1) unlink: a timer's list follows from its deadline, the current
+//!   tick and, in level 0, its arrival number, so nodes store no pointer to their list. In a
+//!   keyed wheel past 65,536 slots (on x86-64) the unlink waits for the eighth cancel after
+//!   it, so that the neighbours' cache lines it writes can be prefetched meanwhile; the timer
+//!   is gone for its key at once (`slab.rs`, "Deferred cancels").
 //! - **Deadlines moved outside the wheel**: an intrusive node's owner may move its deadline
 //!   later by writing it into the node's value, without the wheel (the runtime does, without
 //!   its lock). [`IntrusiveWheel::poll_with`] reads that deadline whenever it walks the node,

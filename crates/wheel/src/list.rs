@@ -26,6 +26,14 @@ pub(crate) trait Arena {
 
     /// Records whether the node is in one of the wheel's lists.
     fn set_linked(&mut self, h: Self::Handle, linked: bool);
+
+    /// The arrival number the node got when it was last placed in level 0, which orders the
+    /// four lists of a level-0 slot against each other (`hierarchy.rs`). Kept apart from the
+    /// header, where it would cost each node eight bytes of padding.
+    fn arrival(&self, h: Self::Handle) -> u32;
+
+    /// Records the node's arrival number.
+    fn set_arrival(&mut self, h: Self::Handle, arrival: u32);
 }
 
 /// The part of a node that list walks touch: its links and its deadline.

@@ -52,6 +52,8 @@ pub(crate) const DEFER_FROM: usize = if cfg!(target_arch = "x86_64") {
 struct Slot<T> {
     header: Header<Index>,
     generation: u32,
+    /// The arrival number (`Arena::arrival`), in what would otherwise be padding.
+    arrival: u32,
     /// `Some` exactly while the slot holds a timer. A timer in the slab is always in one of
     /// the wheel's lists between operations, so this is also the "linked" flag.
     value: Option<T>,
@@ -135,6 +137,7 @@ impl<T> Slab<T> {
         self.slots.push(Slot {
             header: Header::new(),
             generation: 0,
+            arrival: 0,
             value: Some(value),
         });
         index
@@ -304,4 +307,14 @@ impl<T> Arena for Slab<T> {
     /// Nothing to record: occupancy stands for linkage (see `is_linked`).
     #[inline]
     fn set_linked(&mut self, _h: Index, _linked: bool) {}
+
+    #[inline]
+    fn arrival(&self, h: Index) -> u32 {
+        self.slots[slot_of(h)].arrival
+    }
+
+    #[inline]
+    fn set_arrival(&mut self, h: Index, arrival: u32) {
+        self.slots[slot_of(h)].arrival = arrival;
+    }
 }
