@@ -246,6 +246,17 @@ impl Tasks {
         }
     }
 
+    /// Tasks spawned and not yet completed or cancelled.
+    pub fn alive(&self) -> usize {
+        self.shared.owned.len()
+    }
+
+    /// Task cells still allocated, counted by the scheduler clones they hold: exact once
+    /// every clone of this `Tasks` outside a task has been dropped.
+    pub fn cells(&self) -> usize {
+        Arc::strong_count(&self.shared) - 1
+    }
+
     /// Cancels every task, as runtime shutdown does, and drops what is queued.
     pub fn shutdown(&self) {
         self.shared.owned.close_and_shutdown_all();

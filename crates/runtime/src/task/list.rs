@@ -3,8 +3,27 @@
 //! A task waiting on a timer, a channel or another task sits in no run queue; only this list
 //! still reaches it when the runtime shuts down. The list holds one reference per task, in
 //! shards (each a mutex around a slab) picked by task id so spawns on different workers rarely
-//! meet on a lock. A task leaves when it completes; closing the list (shutdown) drains every
-//! shard and makes later spawns fail straight into cancellation.
+//! meet on a lock. Closing the list (shutdown) drains every shard and makes later spawns fail
+//! straight into cancellation.
+//!
+//! # Completed tasks leave in batches
+//!
+//! Tasks complete in no particular order, so with many of them live the slab entry of the one
+//! completing is a cache miss, and taking it out one at a time puts that miss on every
+//! completion. Instead a completed task's key goes onto its shard's `done` array (kept
+//! warm) and the list keeps its reference; when [`BATCH`] keys have gathered, the completion
+//! that fills the array takes all of them out of the slab in one loop, whose loads do not
+//! depend on each other and so wait on their misses together, and drops their references
+//! after releasing the lock. A completed task thus keeps its memory (not its future, which
+//! is gone, nor its output, which its `JoinHandle` holds) until its batch leaves: at most
+//! `BATCH - 1` tasks per shard, or until shutdown.
+//!
+//! The keys in `done` are trusted without a check: a task completes once, and until the
+//! shard is closed nothing else takes a task out of it. Once it is closed, shutdown drains
+//! it whole, the tasks of `done` with the rest (cancelling a completed task only drops the
+//! list's reference), and a completion looks its task up and takes it only if it is still
+//! there, as shutdown may have taken it first. Counting live tasks leaves the keys in `done`
+//! out.
 
 use std::future::Future;
 
@@ -20,8 +39,19 @@ pub(crate) struct OwnedTasks<S: 'static> {
     next_id: AtomicU64,
 }
 
+/// Completed tasks a shard gathers before taking them out of its slab together.
+#[cfg(not(loom))]
+const BATCH: usize = 32;
+/// Small enough for a model's few tasks to fill.
+#[cfg(loom)]
+const BATCH: usize = 2;
+
 struct Shard<S: 'static> {
     tasks: Slab<Task<S>>,
+    /// Keys of completed tasks still in `tasks`: the first `done_len`, always fewer than
+    /// `BATCH`; none once shutdown has drained the shard.
+    done: [usize; BATCH],
+    done_len: usize,
     closed: bool,
 }
 
@@ -34,6 +64,8 @@ impl<S: Schedule> OwnedTasks<S> {
                 .map(|_| {
                     Mutex::new(Shard {
                         tasks: Slab::new(),
+                        done: [0; BATCH],
+                        done_len: 0,
                         closed: false,
                     })
                 })
@@ -48,12 +80,15 @@ impl<S: Schedule> OwnedTasks<S> {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// The tasks in the list, counted shard by shard (each under its lock, so the sum is of
-    /// moments a little apart).
+    /// The tasks in the list that have not completed, counted shard by shard (each under
+    /// its lock, so the sum is of moments a little apart).
     pub(crate) fn len(&self) -> usize {
         self.shards
             .iter()
-            .map(|shard| shard.lock().tasks.len())
+            .map(|shard| {
+                let shard = shard.lock();
+                shard.tasks.len() - shard.done_len
+            })
             .sum()
     }
 
@@ -87,16 +122,32 @@ impl<S: Schedule> OwnedTasks<S> {
         (join, Some(notified))
     }
 
-    /// Takes a completed task out of the list, returning the list's reference, or `None` if
-    /// shutdown already took it.
+    /// Takes a completed task out of the list, returning the list's reference; or `None`
+    /// when the list keeps the reference until the task's batch leaves (the shard is open),
+    /// or when shutdown already took it.
     pub(crate) fn remove(&self, task: &Task<S>) -> Option<Task<S>> {
         let mut shard = self.shard(task.id()).lock();
         let key = task.owned_key();
-        if shard.tasks.get(key).is_some_and(|held| held.ptr_eq(task)) {
-            Some(shard.tasks.remove(key))
-        } else {
-            None
+        if shard.closed {
+            return if shard.tasks.get(key).is_some_and(|held| held.ptr_eq(task)) {
+                Some(shard.tasks.remove(key))
+            } else {
+                None
+            };
         }
+        let len = shard.done_len;
+        shard.done[len] = key;
+        if len + 1 < BATCH {
+            shard.done_len = len + 1;
+            return None;
+        }
+        shard.done_len = 0;
+        let done = shard.done;
+        let batch: [Task<S>; BATCH] = std::array::from_fn(|i| shard.tasks.remove(done[i]));
+        // Dropping a reference may free a task, which need not wait on the lock.
+        drop(shard);
+        drop(batch);
+        None
     }
 
     /// Closes the list and cancels every task in it: idle tasks are dropped here, running
@@ -109,10 +160,117 @@ impl<S: Schedule> OwnedTasks<S> {
             shard.lock().closed = true;
         }
         for shard in self.shards.iter() {
-            let tasks: Vec<Task<S>> = shard.lock().tasks.drain().collect();
+            let tasks: Vec<Task<S>> = {
+                let mut shard = shard.lock();
+                // The completed tasks leave with the rest.
+                shard.done_len = 0;
+                shard.tasks.drain().collect()
+            };
             for task in tasks {
                 task.shutdown();
             }
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::task::Notified;
+
+    /// A scheduler that runs nothing by itself: every cell holds one of its clones, so its
+    /// strong count tells how many task cells are still allocated.
+    #[derive(Clone)]
+    struct Probe(Arc<OwnedTasks<Probe>>);
+
+    impl Schedule for Probe {
+        fn schedule(&self, _task: Notified<Probe>) {
+            unreachable!("the tasks here complete on their first poll")
+        }
+
+        fn release(&self, task: &Task<Probe>) -> Option<Task<Probe>> {
+            self.0.remove(task)
+        }
+    }
+
+    impl Probe {
+        fn new() -> Probe {
+            Probe(Arc::new(OwnedTasks::new(1)))
+        }
+
+        /// Task cells still allocated.
+        fn cells(&self) -> usize {
+            Arc::strong_count(&self.0) - 1
+        }
+
+        /// Spawns a task that completes on its first poll, without running it.
+        fn bind(&self) -> Notified<Probe> {
+            let (join, notified) = self.0.bind(async {}, self.clone());
+            drop(join);
+            notified.expect("the list is open")
+        }
+    }
+
+    #[test]
+    fn completed_tasks_are_freed_a_batch_at_a_time() {
+        let probe = Probe::new();
+        let tasks: Vec<_> = (0..2 * BATCH + 1).map(|_| probe.bind()).collect();
+        assert_eq!(probe.cells(), 2 * BATCH + 1);
+        for (i, task) in tasks.into_iter().enumerate() {
+            task.run();
+            let completed = i + 1;
+            assert_eq!(
+                probe.0.len(),
+                2 * BATCH + 1 - completed,
+                "alive after {completed}"
+            );
+            let freed = completed / BATCH * BATCH;
+            assert_eq!(
+                probe.cells(),
+                2 * BATCH + 1 - freed,
+                "cells left after {completed} completions"
+            );
+        }
+        probe.0.close_and_shutdown_all();
+        assert_eq!(probe.cells(), 0, "shutdown frees the task left in `done`");
+    }
+
+    #[test]
+    fn shutdown_frees_completed_and_waiting_tasks_alike() {
+        let probe = Probe::new();
+        let done: Vec<_> = (0..BATCH - 1).map(|_| probe.bind()).collect();
+        let waiting: Vec<_> = (0..3).map(|_| probe.bind()).collect();
+        for task in done {
+            task.run();
+        }
+        assert_eq!(probe.0.len(), 3);
+        assert_eq!(probe.cells(), BATCH + 2);
+        probe.0.close_and_shutdown_all();
+        assert_eq!(probe.0.len(), 0);
+        // The waiting tasks are cancelled; their notifications still hold their cells.
+        assert_eq!(probe.cells(), 3);
+        drop(waiting);
+        assert_eq!(probe.cells(), 0);
+    }
+
+    #[test]
+    fn a_task_completing_after_shutdown_drained_its_shard_is_not_taken_twice() {
+        let probe = Probe::new();
+        let first = probe.bind();
+        let second = probe.bind();
+        first.run();
+        probe.0.close_and_shutdown_all();
+        // Shutdown claimed `second` and cancelled it; running the notification now finds it
+        // complete, and a completion in a closed shard looks its task up instead of trusting
+        // its key.
+        second.run();
+        assert_eq!(probe.cells(), 0);
+        // A spawn after shutdown is cancelled at once and never enters the list.
+        let (join, notified) = probe.0.bind(async {}, probe.clone());
+        assert!(notified.is_none());
+        drop(join);
+        assert_eq!(probe.cells(), 0);
     }
 }

@@ -1,0 +1,81 @@
+//! Model 16: completed tasks leave the owned list in batches (of two under loom), the
+//! completion that fills a batch taking the others out of the list and freeing them after its
+//! lock is released. Completions on two threads fill one batch; completions race a shutdown
+//! draining the list, on either side of the batch filling up. Every future is dropped once,
+//! every task's memory is freed once (loom reports a use after free, and any `Arc` left alive:
+//! each task holds one), and shutdown takes a task out only if no batch has.
+#![cfg(loom)]
+
+use escapement::loom_api::Tasks;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+
+/// Counts its drops.
+struct Tracked(Arc<AtomicUsize>);
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Spawns `n` tasks that complete on their first poll, their join handles dropped.
+fn spawn_ready(tasks: &Tasks, n: usize) -> Arc<AtomicUsize> {
+    let dropped = Arc::new(AtomicUsize::new(0));
+    for _ in 0..n {
+        let tracked = Tracked(dropped.clone());
+        drop(tasks.spawn(async move {
+            let _tracked = tracked;
+        }));
+    }
+    dropped
+}
+
+/// A thread that runs queued tasks until the queue is empty.
+fn runner(tasks: &Tasks) -> thread::JoinHandle<()> {
+    let tasks = tasks.clone();
+    thread::spawn(move || while tasks.run_one() {})
+}
+
+#[test]
+fn completions_on_two_threads_fill_a_batch() {
+    loom::model(|| {
+        let tasks = Tasks::new();
+        let dropped = spawn_ready(&tasks, 2);
+        let first = runner(&tasks);
+        let second = runner(&tasks);
+        first.join().unwrap();
+        second.join().unwrap();
+        assert_eq!(dropped.load(Ordering::SeqCst), 2);
+        assert_eq!(tasks.alive(), 0);
+        assert_eq!(
+            tasks.cells(),
+            0,
+            "the full batch was freed without a shutdown"
+        );
+        tasks.shutdown();
+    });
+}
+
+#[test]
+fn completions_filling_a_batch_racing_shutdown() {
+    loom::model(|| {
+        let tasks = Tasks::new();
+        let dropped = spawn_ready(&tasks, 3);
+        let runner = runner(&tasks);
+        tasks.shutdown();
+        runner.join().unwrap();
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            3,
+            "each future dropped once"
+        );
+        assert_eq!(tasks.alive(), 0);
+        assert_eq!(
+            tasks.cells(),
+            0,
+            "every task freed, by its batch or by shutdown"
+        );
+    });
+}
