@@ -24,6 +24,9 @@
 //!   `yield_now`, in a loop, on 2 workers: each call hands the worker to another thread, and
 //!   the yield lets the task's next poll run on the worker's new thread, where the next call
 //!   can hand it off again (wall time only).
+//! - `spawn_join`: a trivial task spawned from a task and awaited, one at a time, on 2
+//!   workers: the cost of a task's life (allocation, the owned list, a run queue, its
+//!   completion and the join handle's wake-up), by wall time.
 //!
 //! Every measured loop runs inside a spawned task that `block_on` awaits, not in `block_on`
 //! itself: a runtime's timers are meant to be used from its tasks, and with one worker the
@@ -89,6 +92,7 @@ fn main() {
     metrics_cost(&mut c);
     spawn_blocking(&mut c);
     block_in_place(&mut c);
+    spawn_join(&mut c);
     c.final_summary();
 }
 
@@ -314,6 +318,23 @@ async fn block_in_place_loop<R: Rt>(iters: u64) {
     for i in 0..iters {
         black_box(R::block_in_place(|| black_box(i)));
         R::yield_now().await;
+    }
+}
+
+/// (k) a task spawned and joined, on 2 workers, by wall time as (i).
+fn spawn_join(c: &mut Criterion) {
+    wall_group(
+        c,
+        "spawn_join",
+        spawn_join_loop::<Escapement>,
+        spawn_join_loop::<Tokio>,
+    );
+}
+
+/// `iters` trivial tasks spawned, each awaited before the next.
+async fn spawn_join_loop<R: Rt>(iters: u64) {
+    for i in 0..iters {
+        black_box(R::spawn_here(async move { black_box(i) }).await);
     }
 }
 

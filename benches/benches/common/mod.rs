@@ -56,6 +56,13 @@ pub(crate) trait Rt: Send + Sync + 'static {
     /// `Runtime::block_on`.
     fn block_on<F: Future>(&self, future: F) -> F::Output;
 
+    /// `spawn` from inside the runtime (`escapement::spawn`, `tokio::spawn`), awaited;
+    /// panics if the task panicked.
+    fn spawn_here<F>(future: F) -> impl Future<Output = F::Output> + Send + 'static
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static;
+
     /// `Runtime::spawn`; the returned future is the task's output (dropping it detaches the
     /// task).
     ///
@@ -133,6 +140,15 @@ macro_rules! rt_executor {
 
         fn block_on<F: Future>(&self, future: F) -> F::Output {
             self.0.block_on(future)
+        }
+
+        fn spawn_here<F>(future: F) -> impl Future<Output = F::Output> + Send + 'static
+        where
+            F: Future + Send + 'static,
+            F::Output: Send + 'static,
+        {
+            let task = $krate::spawn(future);
+            async move { task.await.expect("the task panicked") }
         }
 
         fn spawn<F>(&self, future: F) -> impl Future<Output = F::Output> + Send + 'static
