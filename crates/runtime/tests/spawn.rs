@@ -1,6 +1,7 @@
 //! Spawning and the runtime context: `escapement::spawn`, `Runtime::spawn` and
 //! `Handle::spawn` from `block_on`, tasks and other threads; tasks spawning tasks; many tasks
-//! on 1 and 4 workers; `Handle::current`, `Handle::try_current` and `Handle::enter` (nested
+//! on 1 and 4 workers, and thousands live at once leaving the count of live tasks as they
+//! complete; `Handle::current`, `Handle::try_current` and `Handle::enter` (nested
 //! guards restore the previous runtime, guards dropped out of order panic); `task::yield_now`
 //! letting other tasks run; the names of worker and blocking threads; builder chains written
 //! for tokio (`new_multi_thread`, `enable_all`, `enable_time`, `shutdown_background`;
@@ -87,6 +88,72 @@ fn many_tasks_all_run_once() {
         });
         assert_eq!(runs.load(Ordering::SeqCst), 10_000);
     }
+}
+
+/// Counts its drops.
+struct Guard(Arc<AtomicUsize>);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// With thousands of tasks live, a task that completes leaves the owned list in a batch with
+/// others, later. It still leaves the count of live tasks at once, and its future is dropped
+/// when it completes, not when its batch leaves.
+///
+/// One worker's list has four shards, here of 1,250 waiting tasks each, enough for every
+/// completion to be batched (from 1,024 tasks a shard), and 1,000 quick ones each: not a
+/// whole number of batches, so some completed tasks are still waiting for theirs.
+#[test]
+fn thousands_of_live_tasks_leave_the_alive_count_as_they_complete() {
+    const GATED: usize = 5_000;
+    const QUICK: usize = 4_000;
+    let rt = running(1);
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let (gates, gated): (Vec<_>, Vec<_>) = (0..GATED)
+        .map(|_| {
+            let (open, gate) = futures::channel::oneshot::channel::<()>();
+            let guard = Guard(dropped.clone());
+            let task = rt.spawn(async move {
+                let _guard = guard;
+                gate.await.expect("the gate opens");
+            });
+            (open, task)
+        })
+        .unzip();
+    let quick: Vec<_> = (0..QUICK)
+        .map(|i| {
+            let guard = Guard(dropped.clone());
+            rt.spawn(async move {
+                let _guard = guard;
+                task::yield_now().await;
+                i
+            })
+        })
+        .collect();
+    rt.block_on(async {
+        for (i, task) in quick.into_iter().enumerate() {
+            assert_eq!(task.await.expect("the task completes"), i);
+        }
+    });
+    assert_eq!(dropped.load(Ordering::SeqCst), QUICK);
+    support::wait_until("the completed tasks have left the count", || {
+        rt.metrics().num_alive_tasks() == GATED
+    });
+    for open in gates {
+        open.send(()).expect("the task waits");
+    }
+    rt.block_on(async {
+        for task in gated {
+            task.await.expect("the task completes");
+        }
+    });
+    assert_eq!(dropped.load(Ordering::SeqCst), GATED + QUICK);
+    support::wait_until("every task has left the count", || {
+        rt.metrics().num_alive_tasks() == 0
+    });
 }
 
 #[test]
