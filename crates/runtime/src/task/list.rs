@@ -56,9 +56,9 @@ const BATCH: usize = 2;
 /// time.
 #[cfg(not(any(loom, miri)))]
 const BATCH_FROM: usize = 1024;
-/// Every shard batches in a model.
+/// Every shard batches in a model (a shard holds at least the task completing).
 #[cfg(loom)]
-const BATCH_FROM: usize = 0;
+const BATCH_FROM: usize = 1;
 /// Small enough for tests under Miri to fill a shard quickly.
 #[cfg(all(miri, not(loom)))]
 const BATCH_FROM: usize = 8;
