@@ -35,8 +35,8 @@ models=(
     "24-spawn-now-wakes-no-idle-thread blocking_pool"
     "25-take-back-keeps-the-new-workers-count block_in_place"
     "26-taken-back-thread-leaves-the-loop block_in_place"
-    "27-completion-after-shutdown-trusts-its-key owned_tasks"
-    "28-shutdown-keeps-the-done-keys owned_tasks"
+    "27-shutdown-keeps-the-done-keys owned_tasks"
+    "28-full-batch-left-in-the-slab owned_tasks"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

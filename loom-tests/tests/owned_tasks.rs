@@ -48,7 +48,7 @@ fn completions_on_two_threads_fill_a_batch() {
         first.join().unwrap();
         second.join().unwrap();
         assert_eq!(dropped.load(Ordering::SeqCst), 2);
-        assert_eq!(tasks.alive(), 0);
+        assert_eq!(tasks.alive(), 0, "no completed task counts as live");
         assert_eq!(
             tasks.cells(),
             0,
