@@ -27,6 +27,9 @@
 //! - `spawn_join`: a trivial task spawned from a task and awaited, one at a time, on 2
 //!   workers: the cost of a task's life (allocation, the owned list, a run queue, its
 //!   completion and the join handle's wake-up), by wall time.
+//! - `spawn_outside`: trivial tasks spawned from a thread outside the runtime (`block_on`'s)
+//!   [`OUTSIDE_BATCH`] at a time, then each awaited, on 1 and on 2 workers, by wall time: an
+//!   accept loop's pattern, where each task is allocated on one thread and freed on another.
 //!
 //! Every measured loop runs inside a spawned task that `block_on` awaits, not in `block_on`
 //! itself: a runtime's timers are meant to be used from its tasks, and with one worker the
@@ -93,6 +96,7 @@ fn main() {
     spawn_blocking(&mut c);
     block_in_place(&mut c);
     spawn_join(&mut c);
+    spawn_outside(&mut c);
     c.final_summary();
 }
 
@@ -336,6 +340,47 @@ async fn spawn_join_loop<R: Rt>(iters: u64) {
     for i in 0..iters {
         black_box(R::spawn_here(async move { black_box(i) }).await);
     }
+}
+
+/// Tasks `spawn_outside` spawns before it awaits them.
+const OUTSIDE_BATCH: u64 = 256;
+
+/// (l) trivial tasks spawned from `block_on`'s thread, on 1 and 2 workers.
+fn spawn_outside(c: &mut Criterion) {
+    let mut group = c.benchmark_group("spawn_outside");
+    for workers in [1, 2] {
+        bench_outside(&mut group, workers, &Escapement::new(workers));
+        bench_outside(&mut group, workers, &Tokio::new(workers));
+    }
+    group.finish();
+}
+
+/// Benchmarks `iters` tasks spawned by `block_on`'s thread in batches of [`OUTSIDE_BATCH`],
+/// each batch awaited before the next, as `R::NAME/{workers}w`.
+fn bench_outside<R: Rt>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    workers: usize,
+    rt: &R,
+) {
+    let id = BenchmarkId::new(R::NAME, format!("{workers}w"));
+    group.bench_function(id, |b| {
+        b.iter_custom(|iters| {
+            let start = Instant::now();
+            rt.block_on(async {
+                let mut batch = Vec::with_capacity(OUTSIDE_BATCH as usize);
+                let mut left = iters;
+                while left > 0 {
+                    let now = left.min(OUTSIDE_BATCH);
+                    left -= now;
+                    batch.extend((0..now).map(|i| rt.spawn(async move { black_box(i) })));
+                    for task in batch.drain(..) {
+                        black_box(task.await);
+                    }
+                }
+            });
+            start.elapsed()
+        })
+    });
 }
 
 /// Spawns `count` tasks, each asleep on a timer 1-2 h away, and returns once every timer is
