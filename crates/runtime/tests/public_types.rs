@@ -12,8 +12,10 @@ use std::future::Ready;
 use std::panic::{RefUnwindSafe, UnwindSafe};
 
 use escapement::runtime::RuntimeFlavor;
-use escapement::task::futures::TaskLocalFuture;
-use escapement::task::{AbortHandle, AccessError, Id, JoinSet, LocalKey, Unconstrained};
+use escapement::task::futures::{RunUntil, TaskLocalFuture};
+use escapement::task::{
+    AbortHandle, AccessError, Id, JoinSet, LocalEnterGuard, LocalKey, LocalSet, Unconstrained,
+};
 use escapement::time::error::Elapsed;
 use escapement::time::{Advance, Instant, Interval, MissedTickBehavior, Sleep, Timeout};
 use escapement::{Builder, EnterGuard, Handle, JoinError, JoinHandle, Runtime, TryCurrentError};
@@ -49,6 +51,7 @@ fn auto_traits_match_tokio() {
     unpin::<JoinHandle<()>>();
     unpin::<Instant>();
     unpin::<JoinSet<()>>();
+    unpin::<LocalSet>();
 }
 
 #[test]
@@ -148,6 +151,9 @@ fn every_public_type_is_debug() {
     debug::<LocalKey<String>>();
     debug::<TaskLocalFuture<String, Ready<()>>>();
     debug::<AccessError>();
+    debug::<LocalSet>();
+    debug::<LocalEnterGuard>();
+    debug::<RunUntil<'static, Ready<()>>>();
 }
 
 #[test]

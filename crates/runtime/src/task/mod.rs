@@ -14,6 +14,7 @@ mod id;
 mod join;
 mod join_set;
 pub(crate) mod list;
+mod local;
 mod pool;
 mod raw;
 mod spawn;
@@ -36,6 +37,7 @@ pub use error::JoinError;
 pub use id::{id, try_id, Id};
 pub use join::JoinHandle;
 pub use join_set::JoinSet;
+pub use local::{spawn_local, LocalEnterGuard, LocalSet};
 pub(crate) use pool::{BlockingPool, Job};
 pub use task_local::{AccessError, LocalKey};
 pub use yield_now::yield_now;
@@ -44,6 +46,7 @@ pub use spawn::spawn;
 
 /// The futures of this module that have a name of their own.
 pub mod futures {
+    pub use super::local::RunUntil;
     pub use super::task_local::TaskLocalFuture;
 }
 

@@ -1,0 +1,436 @@
+//! [`LocalSet`] and [`spawn_local`]: tasks that need not be `Send`, run on the one thread
+//! that drives their set.
+//!
+//! # Design
+//!
+//! A set is a run queue and an owned-task list of its own, beside the runtime's: its tasks
+//! never enter a worker's queue, so no worker ever polls them. Only the set's own methods
+//! ([`LocalSet::run_until`], [`LocalSet::block_on`], awaiting the set) take tasks off its
+//! queue and poll them, and a `LocalSet` is neither `Send` nor `Sync`, so those polls all
+//! happen on the thread that owns the set.
+//!
+//! Who touches a local task's future, and where:
+//!
+//! - **A poll**, and the drop of the future when it completes: the owner, running the task
+//!   from the queue.
+//! - **An abort**, from any thread: it only marks the task and schedules it (`state.rs`), and
+//!   the owner drops the future when it runs the task.
+//! - **The set's drop**, on the owner: it closes the queue, then shuts every task down
+//!   through the owned list, dropping each future there.
+//! - **A spawn onto a closed list**, which cancels the task at once: `spawn_local` runs on a
+//!   thread where the set is current, and [`LocalSet::spawn_local`] takes `&LocalSet`; both
+//!   are the owner.
+//!
+//! The list holds a reference to each task until its future is gone (completion,
+//! cancellation or shutdown), so the last reference, which may drop on any thread (a waker,
+//! the join handle), never frees a cell that still holds a future. The output can be read
+//! or dropped by the join handle on any thread, so it must be `Send`.
+//!
+//! A waker may fire on any thread: it pushes the task onto the queue under the queue's lock
+//! and wakes the waker that last drove the set (an [`AtomicWaker`]). The driver registers
+//! that waker before it looks at the queue, so a push that the look misses still wakes it.
+//! Once the set is dropped its queue is closed, and a task scheduled then is dropped instead:
+//! its future is already gone.
+//!
+//! Ids of local tasks are unique among the tasks of their set. Local tasks are not counted
+//! in the runtime's metrics.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::mem;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use super::list::OwnedTasks;
+use super::{Notified, Schedule, Task};
+use crate::loom::{thread_local_const, Arc, Mutex};
+use crate::sync::AtomicWaker;
+use crate::{JoinHandle, Runtime};
+
+/// Tasks a set runs in one poll before it lets its caller run again.
+const TASKS_PER_POLL: usize = 64;
+
+thread_local_const! {
+    /// The set that `spawn_local` spawns onto on this thread.
+    static CURRENT: RefCell<Option<Arc<Shared>>> = RefCell::new(None);
+}
+
+/// A set of tasks that run on the thread that drives it, so they need not be `Send`.
+///
+/// Spawn onto it with [`LocalSet::spawn_local`], or with [`task::spawn_local`](spawn_local)
+/// from inside it (its tasks, and the future given to [`run_until`](LocalSet::run_until) or
+/// [`block_on`](LocalSet::block_on)). Its tasks run only while it is driven: by
+/// [`run_until`](LocalSet::run_until), [`block_on`](LocalSet::block_on), or by awaiting the
+/// set itself, which completes once every task has. Inside a runtime's `block_on` they can
+/// use the runtime's timers and spawn onto its workers, as any code there can.
+///
+/// A `LocalSet` is neither `Send` nor `Sync`. Dropping it cancels the tasks that have not
+/// completed, dropping their futures on the dropping thread; their join handles then return
+/// a cancelled [`JoinError`](crate::JoinError).
+///
+/// # Examples
+///
+/// ```
+/// use std::rc::Rc;
+///
+/// use escapement::task::{self, LocalSet};
+///
+/// let rt = escapement::Runtime::new().unwrap();
+/// let local = LocalSet::new();
+/// let total = local.block_on(&rt, async {
+///     // `Rc` is not `Send`: `escapement::spawn` would refuse this task.
+///     let shared = Rc::new(40);
+///     let task = task::spawn_local({
+///         let shared = shared.clone();
+///         async move { *shared + 2 }
+///     });
+///     task.await.unwrap()
+/// });
+/// assert_eq!(total, 42);
+/// ```
+///
+/// A `LocalSet` cannot move to another thread:
+///
+/// ```compile_fail
+/// fn is_send<T: Send>(_: T) {}
+/// is_send(escapement::task::LocalSet::new());
+/// ```
+pub struct LocalSet {
+    shared: Arc<Shared>,
+    /// Neither `Send` nor `Sync`: the tasks run on the thread that owns the set.
+    _owner_thread: PhantomData<*const ()>,
+}
+
+/// What a set's tasks and wakers share with it.
+struct Shared {
+    queue: Mutex<Queue>,
+    owned: OwnedTasks<Scheduler>,
+    /// The waker of whoever drives the set, woken when a task is scheduled.
+    driver: AtomicWaker,
+}
+
+/// A set's run queue.
+struct Queue {
+    tasks: VecDeque<Notified<Scheduler>>,
+    /// Set when the set is dropped: nothing is queued after that.
+    closed: bool,
+}
+
+/// The scheduler of a local task: its set's queue.
+#[derive(Clone)]
+struct Scheduler(Arc<Shared>);
+
+impl Schedule for Scheduler {
+    fn schedule(&self, task: Notified<Self>) {
+        let rejected = {
+            let mut queue = self.0.queue.lock();
+            if queue.closed {
+                Some(task)
+            } else {
+                queue.tasks.push_back(task);
+                None
+            }
+        };
+        match rejected {
+            // The set is gone and shut the task down: only the reference is left to drop,
+            // outside the lock, as it may be the task's last.
+            Some(task) => drop(task),
+            None => {
+                if let Some(waker) = self.0.driver.take() {
+                    waker.wake();
+                }
+            }
+        }
+    }
+
+    fn release(&self, task: &Task<Self>) -> Option<Task<Self>> {
+        self.0.owned.remove(task)
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A local task's future, which the task harness sees as `Send`.
+    struct LocalFuture<F> {
+        #[pin]
+        future: F,
+    }
+}
+
+// SAFETY: a `LocalFuture` lives only in a task whose scheduler is a set's `Scheduler`, and
+// such a future is polled and dropped only on the thread that owns the set (the module's
+// design note lists every path); moving the task's handles between threads never touches
+// it.
+unsafe impl<F> Send for LocalFuture<F> {}
+
+impl<F: Future> Future for LocalFuture<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        self.project().future.poll(cx)
+    }
+}
+
+/// Spawns a task that need not be `Send` onto the [`LocalSet`] the caller runs in.
+///
+/// The task runs when the set is next driven, on the set's thread. Its output must be
+/// `Send`, as its join handle may be awaited on any thread.
+///
+/// # Examples
+///
+/// ```
+/// use std::cell::Cell;
+/// use std::rc::Rc;
+///
+/// use escapement::task::{self, LocalSet};
+///
+/// let rt = escapement::Runtime::new().unwrap();
+/// LocalSet::new().block_on(&rt, async {
+///     let count = Rc::new(Cell::new(0));
+///     let tasks: Vec<_> = (0..3)
+///         .map(|_| {
+///             let count = count.clone();
+///             task::spawn_local(async move { count.set(count.get() + 1) })
+///         })
+///         .collect();
+///     for task in tasks {
+///         task.await.unwrap();
+///     }
+///     assert_eq!(count.get(), 3);
+/// });
+/// ```
+///
+/// # Panics
+///
+/// If called outside a `LocalSet`: outside its tasks, the futures given to
+/// [`LocalSet::run_until`] and [`LocalSet::block_on`], and the scope of
+/// [`LocalSet::enter`].
+#[track_caller]
+pub fn spawn_local<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + 'static,
+    F::Output: Send + 'static,
+{
+    let current = CURRENT
+        .try_with(|current| current.borrow().clone())
+        .ok()
+        .flatten();
+    match current {
+        Some(shared) => spawn_onto(&shared, future),
+        None => panic!("`spawn_local` must be called from inside a `task::LocalSet`"),
+    }
+}
+
+/// Spawns `future` onto the set `shared`; the caller is the set's thread.
+fn spawn_onto<F>(shared: &Arc<Shared>, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + 'static,
+    F::Output: Send + 'static,
+{
+    let scheduler = Scheduler(shared.clone());
+    let (join, notified) = shared.owned.bind(LocalFuture { future }, scheduler.clone());
+    if let Some(notified) = notified {
+        scheduler.schedule(notified);
+    }
+    join
+}
+
+impl LocalSet {
+    /// An empty set.
+    pub fn new() -> LocalSet {
+        LocalSet {
+            shared: Arc::new(Shared {
+                queue: Mutex::new(Queue {
+                    tasks: VecDeque::new(),
+                    closed: false,
+                }),
+                owned: OwnedTasks::new(1),
+                driver: AtomicWaker::new(),
+            }),
+            _owner_thread: PhantomData,
+        }
+    }
+
+    /// Spawns a task onto this set; it runs when the set is next driven.
+    ///
+    /// As [`task::spawn_local`](spawn_local), without the need to be inside the set.
+    pub fn spawn_local<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + 'static,
+        F::Output: Send + 'static,
+    {
+        spawn_onto(&self.shared, future)
+    }
+
+    /// Makes this the set that [`task::spawn_local`](spawn_local) spawns onto on this
+    /// thread, until the guard drops. The tasks spawned still run only when the set is
+    /// driven.
+    pub fn enter(&self) -> LocalEnterGuard {
+        // `try_with`: a set may be dropped while the thread's locals are being destroyed,
+        // and then no `spawn_local` can look for it.
+        let previous = CURRENT
+            .try_with(|current| current.replace(Some(self.shared.clone())))
+            .ok()
+            .flatten();
+        LocalEnterGuard {
+            previous,
+            _owner_thread: PhantomData,
+        }
+    }
+
+    /// A future that drives `future` and this set's tasks together, and completes with
+    /// `future`'s output; tasks still pending then stay in the set.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use escapement::task::{self, LocalSet};
+    ///
+    /// let rt = escapement::Runtime::new().unwrap();
+    /// let local = LocalSet::new();
+    /// rt.block_on(local.run_until(async {
+    ///     let task = task::spawn_local(async { "ran on this thread" });
+    ///     assert_eq!(task.await.unwrap(), "ran on this thread");
+    /// }));
+    /// ```
+    pub fn run_until<F: Future>(&self, future: F) -> RunUntil<'_, F> {
+        RunUntil { set: self, future }
+    }
+
+    /// Runs `future` and this set's tasks on `rt`'s `block_on` until `future` completes:
+    /// `rt.block_on(self.run_until(future))`.
+    ///
+    /// # Panics
+    ///
+    /// Where [`Runtime::block_on`] panics: inside another `block_on`, or on a worker thread
+    /// of a runtime.
+    #[track_caller]
+    pub fn block_on<F: Future>(&self, rt: &Runtime, future: F) -> F::Output {
+        rt.block_on(self.run_until(future))
+    }
+
+    /// Runs up to [`TASKS_PER_POLL`] tasks from the queue; returns whether tasks are left.
+    fn run_ready(&self) -> bool {
+        for _ in 0..TASKS_PER_POLL {
+            let task = self.shared.queue.lock().tasks.pop_front();
+            match task {
+                Some(task) => task.run(),
+                None => return false,
+            }
+        }
+        !self.shared.queue.lock().tasks.is_empty()
+    }
+}
+
+impl Default for LocalSet {
+    fn default() -> LocalSet {
+        LocalSet::new()
+    }
+}
+
+impl Future for LocalSet {
+    type Output = ();
+
+    /// Runs the set's tasks; ready once every task spawned onto it has completed.
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let _enter = self.enter();
+        // Before the queue is looked at, so a task scheduled after the look wakes us.
+        self.shared.driver.register(cx.waker());
+        if self.run_ready() {
+            // The turn's share is spent: come back after the caller's other work.
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        if self.shared.owned.len() == 0 {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+impl Drop for LocalSet {
+    fn drop(&mut self) {
+        // Entered, so a destructor that spawns onto the set finds it (and its task is
+        // cancelled at once, as the list is closed by then).
+        let _enter = self.enter();
+        let queued = {
+            let mut queue = self.shared.queue.lock();
+            queue.closed = true;
+            mem::take(&mut queue.tasks)
+        };
+        // Every future is dropped here, on the set's thread.
+        self.shared.owned.close_and_shutdown_all();
+        drop(queued);
+    }
+}
+
+impl fmt::Debug for LocalSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalSet")
+            .field("tasks", &self.shared.owned.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// From [`LocalSet::enter`]: while it lives, [`task::spawn_local`](spawn_local) spawns onto
+/// that set. Dropping it makes the set that was current before current again.
+#[must_use = "the set stays current only while the guard lives"]
+pub struct LocalEnterGuard {
+    previous: Option<Arc<Shared>>,
+    /// Restores this thread's current set, so it stays on this thread.
+    _owner_thread: PhantomData<*const ()>,
+}
+
+impl Drop for LocalEnterGuard {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        // `try_with`: a guard may drop while the thread's locals are being destroyed.
+        let _ = CURRENT.try_with(|current| *current.borrow_mut() = previous);
+    }
+}
+
+impl fmt::Debug for LocalEnterGuard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalEnterGuard").finish_non_exhaustive()
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// The future returned by [`LocalSet::run_until`]. Dropping it drops `F` and leaves the
+    /// set's tasks in the set.
+    #[must_use = "futures do nothing unless polled"]
+    pub struct RunUntil<'a, F> {
+        set: &'a LocalSet,
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F: Future> Future for RunUntil<'_, F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let set = *this.set;
+        let _enter = set.enter();
+        // Before the queue is looked at, as in `LocalSet::poll`.
+        set.shared.driver.register(cx.waker());
+        // The future first: it may complete without waiting for the tasks.
+        if let Poll::Ready(output) = this.future.poll(cx) {
+            return Poll::Ready(output);
+        }
+        if set.run_ready() {
+            cx.waker().wake_by_ref();
+        }
+        Poll::Pending
+    }
+}
+
+impl<F> fmt::Debug for RunUntil<'_, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunUntil").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,346 @@
+//! `LocalSet` and `spawn_local`: tasks that are not `Send` run, on the set's thread only;
+//! they use the runtime's timers and wait on work from other threads; a waker fired on
+//! another thread reaches them; awaiting the set waits for all of them; `run_until` leaves
+//! the rest pending; `enter` lets `spawn_local` work outside the set's polls; a panic or an
+//! abort becomes a `JoinError`, and an abort from another thread drops the future on the
+//! set's thread; dropping the set drops the pending futures there and cancels their join
+//! handles; a waker that outlives the set does nothing; `spawn_local` outside a set panics.
+
+mod support;
+
+use std::cell::{Cell, RefCell};
+use std::future::{pending, poll_fn};
+use std::rc::Rc;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
+use std::thread::{self, ThreadId};
+use std::time::Duration;
+
+use escapement::task::{self, LocalSet};
+use escapement::time::{sleep, Instant};
+
+use support::{paused, running, wait_until, within};
+
+/// A bound that only catches a hang (a lost wake-up) in the tests that wait on other threads.
+const HANG: Duration = Duration::from_secs(30);
+
+/// Records the thread it is dropped on.
+struct DropsOn(Arc<Mutex<Option<ThreadId>>>);
+
+impl Drop for DropsOn {
+    fn drop(&mut self) {
+        *self.0.lock().unwrap() = Some(thread::current().id());
+    }
+}
+
+#[test]
+fn tasks_that_are_not_send_run_on_the_sets_thread() {
+    let rt = running(2);
+    let local = LocalSet::new();
+    let here = thread::current().id();
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    local.block_on(&rt, async {
+        let tasks: Vec<_> = (0..10)
+            .map(|i| {
+                let seen = seen.clone();
+                task::spawn_local(async move {
+                    task::yield_now().await;
+                    seen.borrow_mut().push(i);
+                    thread::current().id()
+                })
+            })
+            .collect();
+        for task in tasks {
+            assert_eq!(task.await.unwrap(), here);
+        }
+    });
+    let mut seen = seen.take();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..10).collect::<Vec<_>>());
+}
+
+#[test]
+fn local_tasks_sleep_on_the_runtimes_timers() {
+    let rt = paused(1);
+    let local = LocalSet::new();
+    let elapsed = local.block_on(&rt, async {
+        let start = Instant::now();
+        let order = Rc::new(RefCell::new(Vec::new()));
+        let tasks: Vec<_> = [30u64, 10, 20]
+            .into_iter()
+            .map(|ms| {
+                let order = order.clone();
+                task::spawn_local(async move {
+                    sleep(Duration::from_millis(ms)).await;
+                    order.borrow_mut().push(ms);
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        assert_eq!(*order.borrow(), [10, 20, 30]);
+        start.elapsed()
+    });
+    assert!(elapsed >= Duration::from_millis(30), "{elapsed:?}");
+}
+
+#[test]
+fn a_local_task_waits_on_a_task_of_the_workers() {
+    within(HANG, || {
+        let rt = running(2);
+        let local = LocalSet::new();
+        local.block_on(&rt, async {
+            let counter = Rc::new(Cell::new(0));
+            let tasks: Vec<_> = (0..50u64)
+                .map(|i| {
+                    let counter = counter.clone();
+                    task::spawn_local(async move {
+                        // On a worker, so its completion wakes this task from another thread.
+                        let doubled = escapement::spawn(async move {
+                            sleep(Duration::from_millis(i % 5)).await;
+                            i * 2
+                        })
+                        .await
+                        .unwrap();
+                        counter.set(counter.get() + 1);
+                        doubled
+                    })
+                })
+                .collect();
+            for (i, task) in tasks.into_iter().enumerate() {
+                assert_eq!(task.await.unwrap(), i as u64 * 2);
+            }
+            assert_eq!(counter.get(), 50);
+        });
+    });
+}
+
+#[test]
+fn a_waker_fired_on_another_thread_reaches_a_local_task() {
+    within(HANG, || {
+        let rt = running(1);
+        let local = LocalSet::new();
+        let (send, recv) = mpsc::channel::<Waker>();
+        let woken = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let waker_thread = thread::spawn({
+            let woken = woken.clone();
+            move || {
+                let waker = recv.recv().unwrap();
+                thread::sleep(Duration::from_millis(5));
+                woken.store(true, std::sync::atomic::Ordering::SeqCst);
+                waker.wake();
+            }
+        });
+        local.block_on(&rt, async {
+            let task = task::spawn_local(poll_fn(move |cx| {
+                if woken.load(std::sync::atomic::Ordering::SeqCst) {
+                    return Poll::Ready(());
+                }
+                send.send(cx.waker().clone()).ok();
+                Poll::Pending
+            }));
+            task.await.unwrap();
+        });
+        waker_thread.join().unwrap();
+    });
+}
+
+#[test]
+fn awaiting_the_set_waits_for_every_task() {
+    let rt = paused(1);
+    let local = LocalSet::new();
+    let done = Rc::new(Cell::new(0));
+    for ms in [5u64, 1, 3] {
+        let done = done.clone();
+        drop(local.spawn_local(async move {
+            sleep(Duration::from_millis(ms)).await;
+            // A task spawned by a task is awaited too.
+            let inner = done.clone();
+            drop(task::spawn_local(async move { inner.set(inner.get() + 1) }));
+            done.set(done.get() + 1);
+        }));
+    }
+    rt.block_on(local);
+    assert_eq!(done.get(), 6);
+}
+
+#[test]
+fn run_until_returns_with_its_future_and_leaves_the_rest_pending() {
+    let rt = paused(1);
+    let local = LocalSet::new();
+    let slow_done = Rc::new(Cell::new(false));
+    let slow = local.spawn_local({
+        let slow_done = slow_done.clone();
+        async move {
+            sleep(Duration::from_secs(10)).await;
+            slow_done.set(true);
+        }
+    });
+    rt.block_on(local.run_until(async { sleep(Duration::from_millis(1)).await }));
+    assert!(!slow_done.get() && !slow.is_finished());
+    // Driven again, it finishes.
+    local.block_on(&rt, slow).unwrap();
+    assert!(slow_done.get());
+}
+
+#[test]
+fn enter_lets_spawn_local_work_outside_the_sets_polls() {
+    let rt = running(1);
+    let local = LocalSet::new();
+    let task = {
+        let _guard = local.enter();
+        task::spawn_local(async { Rc::new(7) == Rc::new(7) })
+    };
+    assert!(!task.is_finished(), "runs only when the set is driven");
+    assert!(local.block_on(&rt, task).unwrap());
+    // The guard is gone: outside the set again.
+    assert!(std::panic::catch_unwind(|| task::spawn_local(async {})).is_err());
+}
+
+#[test]
+fn a_panic_in_a_local_task_is_a_join_error() {
+    let rt = running(1);
+    let local = LocalSet::new();
+    local.block_on(&rt, async {
+        let boom = task::spawn_local(async { panic!("boom") });
+        assert!(boom.await.unwrap_err().is_panic());
+        // The set runs on.
+        assert_eq!(task::spawn_local(async { 3 }).await.unwrap(), 3);
+    });
+}
+
+#[test]
+fn an_abort_from_another_thread_drops_the_future_on_the_sets_thread() {
+    within(HANG, || {
+        let rt = running(2);
+        let local = LocalSet::new();
+        let dropped_on = Arc::new(Mutex::new(None));
+        let here = thread::current().id();
+        local.block_on(&rt, async {
+            let guard = DropsOn(dropped_on.clone());
+            let task = task::spawn_local(async move {
+                let _guard = guard;
+                pending::<()>().await;
+            });
+            task::yield_now().await;
+            let abort = task.abort_handle();
+            // The abort runs on a worker thread.
+            escapement::spawn(async move { abort.abort() })
+                .await
+                .unwrap();
+            assert!(task.await.unwrap_err().is_cancelled());
+        });
+        assert_eq!(*dropped_on.lock().unwrap(), Some(here));
+    });
+}
+
+#[test]
+fn dropping_the_set_drops_pending_futures_on_its_thread_and_cancels_them() {
+    let rt = running(1);
+    let dropped_on = Arc::new(Mutex::new(None));
+    let here = thread::current().id();
+    let (task, never_polled) = {
+        let local = LocalSet::new();
+        let guard = DropsOn(dropped_on.clone());
+        let task = local.spawn_local(async move {
+            let _guard = guard;
+            pending::<()>().await;
+        });
+        // Polled once, then left waiting.
+        rt.block_on(local.run_until(task::yield_now()));
+        let never_polled = local.spawn_local(async { 1 });
+        (task, never_polled)
+    };
+    assert_eq!(*dropped_on.lock().unwrap(), Some(here));
+    // The handles move to another thread and see the cancellation there.
+    let errors = thread::spawn(move || {
+        let rt = running(1);
+        (
+            rt.block_on(task).unwrap_err(),
+            rt.block_on(never_polled).unwrap_err(),
+        )
+    })
+    .join()
+    .unwrap();
+    assert!(errors.0.is_cancelled() && errors.1.is_cancelled());
+}
+
+#[test]
+fn a_waker_that_outlives_its_set_does_nothing() {
+    let rt = running(1);
+    let (send, recv) = mpsc::channel::<Waker>();
+    {
+        let local = LocalSet::new();
+        drop(local.spawn_local(poll_fn(move |cx| {
+            send.send(cx.waker().clone()).ok();
+            Poll::<()>::Pending
+        })));
+        rt.block_on(local.run_until(task::yield_now()));
+    }
+    let waker = recv.recv().unwrap();
+    // On another thread and on this one: the task is gone, so nothing runs or breaks.
+    let other = waker.clone();
+    thread::spawn(move || other.wake()).join().unwrap();
+    waker.wake();
+}
+
+#[test]
+fn a_set_can_be_driven_from_a_task_of_another_set_and_nested() {
+    let rt = paused(1);
+    let outer = LocalSet::new();
+    let value = outer.block_on(&rt, async {
+        let inner = LocalSet::new();
+        let from_inner = inner
+            .run_until(async {
+                // Goes to the inner set, the current one here.
+                task::spawn_local(async { 5 }).await.unwrap()
+            })
+            .await;
+        // The outer set is current again.
+        from_inner + task::spawn_local(async { 1 }).await.unwrap()
+    });
+    assert_eq!(value, 6);
+}
+
+#[test]
+fn spawn_local_outside_a_set_panics_with_a_clear_message() {
+    let panic = std::panic::catch_unwind(|| task::spawn_local(async {})).unwrap_err();
+    let message = panic.downcast_ref::<&str>().copied().unwrap_or_default();
+    assert!(message.contains("LocalSet"), "{message}");
+    // Inside a runtime but outside a set, too.
+    let rt = running(1);
+    let inside =
+        rt.block_on(async { std::panic::catch_unwind(|| task::spawn_local(async {})).is_err() });
+    assert!(inside);
+}
+
+#[test]
+fn many_local_tasks_woken_from_the_workers_all_complete() {
+    within(HANG, || {
+        let rt = running(2);
+        let local = LocalSet::new();
+        let completed = Rc::new(Cell::new(0usize));
+        local.block_on(&rt, async {
+            let tasks: Vec<_> = (0..2_000u64)
+                .map(|i| {
+                    let completed = completed.clone();
+                    task::spawn_local(async move {
+                        for _ in 0..3 {
+                            escapement::spawn(async move { i }).await.unwrap();
+                        }
+                        completed.set(completed.get() + 1);
+                    })
+                })
+                .collect();
+            for task in tasks {
+                task.await.unwrap();
+            }
+        });
+        assert_eq!(completed.get(), 2_000);
+        wait_until("the set's tasks are all released", || {
+            Rc::strong_count(&completed) == 1
+        });
+    });
+}
