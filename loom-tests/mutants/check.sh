@@ -37,6 +37,8 @@ models=(
     "26-taken-back-thread-leaves-the-loop block_in_place"
     "27-shutdown-keeps-the-done-keys owned_tasks"
     "28-full-batch-left-in-the-slab owned_tasks"
+    "29-set-driver-registered-after-the-queue-check local_set"
+    "30-dropped-set-leaves-its-queue-open local_set"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"
