@@ -4,7 +4,8 @@
 //! the rest pending; `enter` lets `spawn_local` work outside the set's polls; a panic or an
 //! abort becomes a `JoinError`, and an abort from another thread drops the future on the
 //! set's thread; dropping the set drops the pending futures there and cancels their join
-//! handles; a waker that outlives the set does nothing; `spawn_local` outside a set panics.
+//! handles; a waker that outlives the set does nothing, and a guard that outlives it spawns
+//! tasks that are cancelled at once; `spawn_local` outside a set panics.
 
 mod support;
 
@@ -343,4 +344,23 @@ fn many_local_tasks_woken_from_the_workers_all_complete() {
             Rc::strong_count(&completed) == 1
         });
     });
+}
+
+#[test]
+fn a_guard_that_outlives_its_set_spawns_cancelled_tasks() {
+    let rt = running(1);
+    let local = LocalSet::new();
+    let guard = local.enter();
+    drop(local);
+    // The set is gone, so the task is cancelled at once and its future dropped here.
+    let dropped_on = Arc::new(Mutex::new(None));
+    let future_guard = DropsOn(dropped_on.clone());
+    let task = task::spawn_local(async move {
+        let _guard = future_guard;
+    });
+    assert_eq!(*dropped_on.lock().unwrap(), Some(thread::current().id()));
+    assert!(rt.block_on(task).unwrap_err().is_cancelled());
+    // Dropping the guard lets go of the set's last reference.
+    drop(guard);
+    assert!(std::panic::catch_unwind(|| task::spawn_local(async {})).is_err());
 }

@@ -387,8 +387,11 @@ pub struct LocalEnterGuard {
 impl Drop for LocalEnterGuard {
     fn drop(&mut self) {
         let previous = self.previous.take();
-        // `try_with`: a guard may drop while the thread's locals are being destroyed.
-        let _ = CURRENT.try_with(|current| *current.borrow_mut() = previous);
+        // `try_with`: a guard may drop while the thread's locals are being destroyed. The
+        // set it replaces is dropped after the cell is no longer borrowed: that may be the
+        // last reference to a set, whose drop may run code that looks at the cell.
+        let replaced = CURRENT.try_with(|current| current.replace(previous));
+        drop(replaced);
     }
 }
 
