@@ -1,6 +1,7 @@
 //! Model 17: a `LocalSet`'s run queue, driven on the model's main thread, and the wakers of
 //! its tasks fired on another thread. A wake that races the driver's look at the queue still
-//! reaches it (otherwise `block_on` waits forever: loom reports a deadlock); a wake that
+//! reaches it, whether the driver is `run_until` or a caller awaiting the set (otherwise
+//! `block_on` waits forever: loom reports a deadlock); a wake that
 //! races the set's drop leaves the task's future dropped once, on the set's thread, and
 //! frees everything (loom reports any `Arc` left alive at the end of an execution).
 #![cfg(loom)]
@@ -123,5 +124,18 @@ fn a_wake_racing_the_sets_drop_frees_the_task_once_on_its_thread() {
         assert!(loom::future::block_on(task)
             .expect_err("cancelled")
             .is_cancelled());
+    });
+}
+
+#[test]
+fn a_wake_from_another_thread_reaches_a_caller_awaiting_the_set() {
+    loom::model(|| {
+        let set = LocalSet::new();
+        let gate = Gate::new();
+        drop(set.spawn_local(gate.clone()));
+        let opener = thread::spawn(move || gate.open());
+        // Ready once every task of the set has completed.
+        loom::future::block_on(set);
+        opener.join().unwrap();
     });
 }

@@ -4,8 +4,11 @@
 //! the rest pending; `enter` lets `spawn_local` work outside the set's polls; a panic or an
 //! abort becomes a `JoinError`, and an abort from another thread drops the future on the
 //! set's thread; dropping the set drops the pending futures there and cancels their join
-//! handles; a waker that outlives the set does nothing, and a guard that outlives it spawns
-//! tasks that are cancelled at once; `spawn_local` outside a set panics.
+//! handles, even when one of those destructors panics, and so does a thread that exits with
+//! the set in a thread-local; a waker that outlives the set does nothing, and a guard that
+//! outlives it spawns tasks that are cancelled at once; a task that aborts itself is
+//! cancelled; driving a set from inside its own task panics there; `spawn_local` outside a
+//! set panics.
 
 mod support;
 
@@ -363,4 +366,115 @@ fn a_guard_that_outlives_its_set_spawns_cancelled_tasks() {
     // Dropping the guard lets go of the set's last reference.
     drop(guard);
     assert!(std::panic::catch_unwind(|| task::spawn_local(async {})).is_err());
+}
+
+#[test]
+fn driving_a_set_from_inside_one_of_its_own_tasks_panics_in_that_task() {
+    let rt = running(1);
+    let local = Rc::new(LocalSet::new());
+    let inner = local.clone();
+    let error = local.block_on(&rt, async move {
+        let nested = task::spawn_local(async move {
+            inner.run_until(task::yield_now()).await;
+        });
+        nested.await.unwrap_err()
+    });
+    assert!(error.is_panic());
+    let message = error.into_panic();
+    let message = message.downcast_ref::<&str>().copied().unwrap_or_default();
+    assert!(message.contains("inside one of its own tasks"), "{message}");
+    // The set runs on.
+    assert_eq!(
+        local.block_on(&rt, async { task::spawn_local(async { 2 }).await.unwrap() }),
+        2
+    );
+}
+
+#[test]
+fn a_local_task_that_aborts_itself_while_running_is_cancelled() {
+    let rt = running(1);
+    let local = LocalSet::new();
+    local.block_on(&rt, async {
+        let handle: Rc<RefCell<Option<task::AbortHandle>>> = Rc::default();
+        let own = handle.clone();
+        let task = task::spawn_local(async move {
+            task::yield_now().await;
+            own.borrow()
+                .as_ref()
+                .expect("set before the first yield")
+                .abort();
+            task::yield_now().await;
+            unreachable!("aborted at the yield before");
+        });
+        *handle.borrow_mut() = Some(task.abort_handle());
+        assert!(task.await.unwrap_err().is_cancelled());
+    });
+}
+
+/// Records the thread it is dropped on in a shared list; the one made with `panics` panics
+/// there, after spawning onto the set being dropped.
+struct DropsInto(Arc<Mutex<Vec<ThreadId>>>, bool);
+
+impl Drop for DropsInto {
+    fn drop(&mut self) {
+        self.0.lock().unwrap().push(thread::current().id());
+        if self.1 {
+            // The set is closed by now: the task is cancelled at once.
+            let late = task::spawn_local(async {});
+            assert!(late.is_finished());
+            panic!("a destructor that panics");
+        }
+    }
+}
+
+#[test]
+fn a_destructor_that_panics_while_the_set_drops_leaves_the_others_dropped_there() {
+    let rt = running(1);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let here = thread::current().id();
+    let handles: Vec<_> = {
+        let local = LocalSet::new();
+        let handles = (0..3)
+            .map(|i| {
+                let guard = DropsInto(seen.clone(), i == 1);
+                local.spawn_local(async move {
+                    let _guard = guard;
+                    pending::<()>().await;
+                })
+            })
+            .collect();
+        rt.block_on(local.run_until(task::yield_now()));
+        handles
+    };
+    assert_eq!(*seen.lock().unwrap(), vec![here; 3]);
+    let errors: Vec<_> = handles
+        .into_iter()
+        .map(|handle| rt.block_on(handle).unwrap_err())
+        .collect();
+    assert!(errors[0].is_cancelled() && errors[1].is_panic() && errors[2].is_cancelled());
+}
+
+std::thread_local! {
+    static KEPT: RefCell<Option<LocalSet>> = const { RefCell::new(None) };
+}
+
+#[test]
+fn a_set_kept_in_a_thread_local_drops_its_tasks_when_the_thread_exits() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let thread_seen = seen.clone();
+    let exited = thread::spawn(move || {
+        let local = LocalSet::new();
+        let guard = DropsInto(thread_seen, false);
+        drop(local.spawn_local(async move {
+            let _guard = guard;
+            pending::<()>().await;
+        }));
+        // A guard that is never dropped, so the set is current as the thread's locals go.
+        std::mem::forget(local.enter());
+        KEPT.with(|kept| *kept.borrow_mut() = Some(local));
+        thread::current().id()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![exited]);
 }

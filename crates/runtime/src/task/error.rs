@@ -78,7 +78,7 @@ impl JoinError {
         }
     }
 
-    /// The runtime's id of the task, unique among its tasks: the one
+    /// The runtime's (or `LocalSet`'s) id of the task, unique among its tasks: the one
     /// [`JoinHandle::id`](crate::JoinHandle::id) gave.
     pub fn id(&self) -> Id {
         Id::new(self.id)

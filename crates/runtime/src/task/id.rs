@@ -13,8 +13,9 @@ use std::num::NonZeroU64;
 
 use crate::loom::thread_local_const;
 
-/// A task's id: unique among the tasks of its runtime, from the spawn until its handle (and
-/// every [`AbortHandle`](crate::task::AbortHandle)) is gone.
+/// A task's id: unique among the tasks of its runtime (for a task of a
+/// [`LocalSet`](crate::task::LocalSet), among the tasks of its set), from the spawn until its
+/// handle (and every [`AbortHandle`](crate::task::AbortHandle)) is gone.
 ///
 /// [`JoinHandle::id`](crate::JoinHandle::id), [`AbortHandle::id`](crate::task::AbortHandle::id)
 /// and [`JoinError::id`](crate::JoinError::id) give it from outside the task, [`id`] and

@@ -104,7 +104,8 @@ impl<T> JoinHandle<T> {
         header.state.load().is_complete()
     }
 
-    /// The task's id, as [`JoinError::id`] reports it: unique among the runtime's tasks.
+    /// The task's id, as [`JoinError::id`] reports it: unique among the runtime's tasks (or
+    /// its `LocalSet`'s).
     pub fn id(&self) -> Id {
         Id::new(self.header().id)
     }

@@ -35,7 +35,7 @@
 //! Ids of local tasks are unique among the tasks of their set. Local tasks are not counted
 //! in the runtime's metrics.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
@@ -69,7 +69,12 @@ thread_local_const! {
 ///
 /// A `LocalSet` is neither `Send` nor `Sync`. Dropping it cancels the tasks that have not
 /// completed, dropping their futures on the dropping thread; their join handles then return
-/// a cancelled [`JoinError`](crate::JoinError).
+/// a cancelled [`JoinError`](crate::JoinError). A set that one of its own tasks holds (in an
+/// `Rc`, say) is never dropped, and its tasks stay with it.
+///
+/// Drive a set from one place at a time. It keeps the waker of the poll that drove it last,
+/// so of two futures that drive it in turn with different wakers (two `run_until`s in a
+/// `select!`, say), only the last one polled is woken when another thread wakes a task.
 ///
 /// # Examples
 ///
@@ -98,8 +103,16 @@ thread_local_const! {
 /// fn is_send<T: Send>(_: T) {}
 /// is_send(escapement::task::LocalSet::new());
 /// ```
+///
+/// # Panics
+///
+/// Driving a set from inside one of its own tasks panics in that task (its join handle gets
+/// the panic).
 pub struct LocalSet {
     shared: Arc<Shared>,
+    /// Set while one of the set's polls runs its tasks: driving the set again from inside one
+    /// of them is refused.
+    running: Cell<bool>,
     /// Neither `Send` nor `Sync`: the tasks run on the thread that owns the set.
     _owner_thread: PhantomData<*const ()>,
 }
@@ -249,6 +262,7 @@ impl LocalSet {
                 owned: OwnedTasks::new(1),
                 driver: AtomicWaker::new(),
             }),
+            running: Cell::new(false),
             _owner_thread: PhantomData,
         }
     }
@@ -312,7 +326,27 @@ impl LocalSet {
     }
 
     /// Runs up to [`TASKS_PER_POLL`] tasks from the queue; returns whether tasks are left.
+    ///
+    /// # Panics
+    ///
+    /// If called from inside one of those tasks: the set would be driven by two callers,
+    /// and its one driver's waker would leave one of them asleep.
+    #[track_caller]
     fn run_ready(&self) -> bool {
+        /// Clears `running` when the turn ends, even by a panic.
+        struct Running<'a>(&'a Cell<bool>);
+
+        impl Drop for Running<'_> {
+            fn drop(&mut self) {
+                self.0.set(false);
+            }
+        }
+
+        assert!(
+            !self.running.replace(true),
+            "a `LocalSet` was driven from inside one of its own tasks"
+        );
+        let _running = Running(&self.running);
         for _ in 0..TASKS_PER_POLL {
             let task = self.shared.queue.lock().tasks.pop_front();
             match task {
