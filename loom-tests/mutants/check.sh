@@ -39,6 +39,7 @@ models=(
     "28-full-batch-left-in-the-slab owned_tasks"
     "29-set-driver-registered-after-the-queue-check local_set"
     "30-dropped-set-leaves-its-queue-open local_set"
+    "31-awaited-set-registers-after-the-queue-check local_set"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"
