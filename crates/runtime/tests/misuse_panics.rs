@@ -1,13 +1,16 @@
 //! Programmer errors panic with a clear message, at the caller: the runtime functions called
 //! outside a runtime (`spawn`, `Handle::current`, `sleep`, `sleep_until`, `timeout`,
-//! `timeout_at`, `interval`, `interval_at`, `pause`, `resume`, `advance`); pausing twice,
-//! resuming or advancing an unpaused clock; a zero interval period; a nested `block_on` or
-//! one on a worker thread; zero worker threads; a blank runtime name; an `advance` whose
-//! clock was resumed before it ran; a `JoinHandle` polled after it completed.
+//! `timeout_at`, `interval`, `interval_at`, `pause`, `resume`); pausing twice, resuming an
+//! unpaused clock; a zero interval period; a nested `block_on` or one on a worker thread;
+//! zero worker threads; a blank runtime name; a `JoinHandle` polled after it completed. An
+//! `advance` checks its runtime and clock when its future is first polled, as tokio's does:
+//! polled outside a runtime, or with the clock running (resumed after the `advance` was
+//! made, say), it panics then, naming where `advance` was called.
 //!
-//! Each has a `#[should_panic]` test on a substring of its message; the last test checks,
+//! Each has a `#[should_panic]` test on a substring of its message; one test checks,
 //! through a panic hook that records locations, that the `#[track_caller]` functions report
-//! the caller's location rather than one inside the crate.
+//! the caller's location rather than one inside the crate, and another that `advance`'s
+//! messages name its call.
 
 mod support;
 
@@ -104,10 +107,10 @@ fn resume_outside_a_runtime() {
 
 #[test]
 #[should_panic(
-    expected = "escapement::time::advance must be called from inside an escapement runtime"
+    expected = "escapement::time::advance must be polled from inside an escapement runtime"
 )]
-fn advance_outside_a_runtime() {
-    drop(time::advance(Duration::from_millis(1)));
+fn advance_polled_outside_a_runtime() {
+    futures::executor::block_on(time::advance(Duration::from_millis(1)));
 }
 
 #[test]
@@ -149,13 +152,11 @@ fn resuming_twice() {
 #[test]
 #[should_panic(expected = "escapement::time::advance: the clock is not paused")]
 fn advancing_a_running_clock() {
-    running(1).block_on(async {
-        drop(time::advance(Duration::from_millis(1)));
-    });
+    running(1).block_on(time::advance(Duration::from_millis(1)));
 }
 
 #[test]
-#[should_panic(expected = "the clock was resumed before the advance ran")]
+#[should_panic(expected = "escapement::time::advance: the clock is not paused")]
 fn an_advance_polled_after_resume() {
     running(1).block_on(async {
         time::pause();
@@ -250,9 +251,9 @@ fn record_panic_locations() {
     });
 }
 
-/// Runs `f`, which must panic with a message containing `expected`; returns the panic's
-/// file and line.
-fn panic_location(expected: &str, f: impl FnOnce()) -> (String, u32) {
+/// Runs `f`, which must panic with a string message; returns the panic's file and line, and
+/// the message.
+fn panic_message(f: impl FnOnce()) -> ((String, u32), String) {
     record_panic_locations();
     let payload = panic::catch_unwind(AssertUnwindSafe(f)).expect_err("it panicked");
     let message = payload
@@ -260,10 +261,18 @@ fn panic_location(expected: &str, f: impl FnOnce()) -> (String, u32) {
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .expect("a string message");
-    assert!(message.contains(expected), "{message:?} lacks {expected:?}");
-    LAST_PANIC_AT
+    let at = LAST_PANIC_AT
         .with(|last| last.borrow_mut().take())
-        .expect("the hook recorded the location")
+        .expect("the hook recorded the location");
+    (at, message)
+}
+
+/// Runs `f`, which must panic with a message containing `expected`; returns the panic's
+/// file and line.
+fn panic_location(expected: &str, f: impl FnOnce()) -> (String, u32) {
+    let (at, message) = panic_message(f);
+    assert!(message.contains(expected), "{message:?} lacks {expected:?}");
+    at
 }
 
 /// Asserts that the panic of `f` (a closure in this file) is reported in this file, at the
@@ -289,7 +298,6 @@ fn panics_are_reported_at_the_caller() {
     panics_here(OUTSIDE, || drop(interval_at(Instant::now(), d)));
     panics_here(OUTSIDE, || time::pause());
     panics_here(OUTSIDE, || time::resume());
-    panics_here(OUTSIDE, || drop(time::advance(d)));
     panics_here("must be non-zero", || drop(interval(Duration::ZERO)));
     let mut builder = escapement::Builder::new();
     panics_here("at least one worker", || _ = builder.worker_threads(0));
@@ -298,10 +306,31 @@ fn panics_are_reported_at_the_caller() {
     let rt = running(1);
     let _guard = rt.enter();
     panics_here("is not paused", || time::resume());
-    panics_here("is not paused", || drop(time::advance(d)));
     time::pause();
     panics_here("already paused", || time::pause());
     time::resume();
+}
+
+/// `advance` checks its runtime and its clock when its future is first polled, as tokio's
+/// does, so the panic is raised inside the crate; its message names the call instead.
+#[test]
+fn advance_panics_name_where_it_was_called() {
+    let d = Duration::from_millis(1);
+    let (outside, line) = (time::advance(d), line!());
+    let (_, message) = panic_message(|| futures::executor::block_on(outside));
+    let here = format!("misuse_panics.rs:{line}:");
+    assert!(
+        message.contains("must be polled from inside") && message.contains(&here),
+        "{message:?} does not name {here}"
+    );
+    let rt = running(1);
+    let (unpaused, line) = (time::advance(d), line!());
+    let (_, message) = panic_message(|| rt.block_on(unpaused));
+    let here = format!("misuse_panics.rs:{line}:");
+    assert!(
+        message.contains("the clock is not paused") && message.contains(&here),
+        "{message:?} does not name {here}"
+    );
 }
 
 #[test]

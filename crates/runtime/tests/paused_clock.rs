@@ -1,6 +1,6 @@
 //! `time::pause`, `time::resume`, `time::advance` and `Builder::start_paused`: a paused clock
 //! is frozen and `Instant::now` reads it; `advance(d)` moves it by exactly `d` (to the
-//! nanosecond) and, before it completes, fires every timer due by then and wakes its waker
+//! nanosecond) when first polled, in the runtime it is polled in, and, before it completes, fires every timer due by then and wakes its waker
 //! (checked with counting wakers registered from tasks on 4 workers); `pause` mid-run
 //! freezes on a tick boundary and `resume` lets the clock run on from where it stood, with a
 //! timer worker 0 was already sleeping toward firing at its new instant. (An
@@ -68,6 +68,29 @@ fn advance_moves_the_clock_by_exactly_the_duration() {
             Duration::from_secs(86_400) + Duration::from_nanos(1_234_568)
         );
     });
+}
+
+#[test]
+fn advance_acts_where_and_when_it_is_first_polled() {
+    let rt = paused(2);
+    let now = || rt.block_on(async { Instant::now() });
+    let start = now();
+    // Made outside the runtime and handed to `block_on`, as tokio allows.
+    rt.block_on(time::advance(Duration::from_millis(7)));
+    assert_eq!(now() - start, Duration::from_millis(7));
+    // Made while the clock runs, polled once it is paused.
+    let running_rt = running(1);
+    running_rt.block_on(async {
+        let advance = time::advance(Duration::from_secs(60));
+        time::pause();
+        let paused_at = Instant::now();
+        advance.await;
+        assert_eq!(paused_at.elapsed(), Duration::from_secs(60));
+        time::resume();
+    });
+    // Dropped unpolled: nothing happens, even outside a runtime.
+    drop(time::advance(Duration::from_secs(1)));
+    assert_eq!(now() - start, Duration::from_millis(7));
 }
 
 #[test]

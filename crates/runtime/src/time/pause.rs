@@ -11,6 +11,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::panic::Location;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -71,8 +72,10 @@ pub fn resume() {
 ///
 /// When the returned future completes, the clock reads exactly `duration` later (to the
 /// nanosecond), and every timer due at or before that time (its deadline rounded up to the
-/// tick) has fired and its task has been woken. The clock moves when the future is first
-/// polled.
+/// tick) has fired and its task has been woken. Nothing happens until the future is first
+/// polled: it then finds the runtime it is polled in, checks that its clock is paused, and
+/// moves it. So, as with tokio, it may be made outside the runtime and handed to
+/// [`Runtime::block_on`](crate::Runtime::block_on), or before the clock is paused.
 ///
 /// # Examples
 ///
@@ -85,23 +88,19 @@ pub fn resume() {
 ///     time::advance(Duration::from_millis(1_500)).await;
 ///     assert_eq!(Instant::now() - start, Duration::from_millis(1_500));
 /// });
+/// let start = rt.block_on(async { Instant::now() });
+/// rt.block_on(time::advance(Duration::from_secs(2)));
+/// assert_eq!(rt.block_on(async { Instant::now() }) - start, Duration::from_secs(2));
 /// ```
 ///
 /// # Panics
 ///
-/// If the clock is not paused, or if called outside a runtime: both are checked when
-/// `advance` is called. Polling the returned future panics if the clock was resumed in between
-/// ("the clock was resumed before the advance ran").
+/// The first poll of the returned future panics if it is polled outside a runtime, or if
+/// that runtime's clock is not paused. The message names where `advance` was called.
 #[track_caller]
 pub fn advance(duration: Duration) -> Advance {
-    let handle = Handle::current_for("escapement::time::advance");
-    assert!(
-        handle.driver().clock().is_paused(),
-        "escapement::time::advance: the clock is not paused (call time::pause first, \
-         or build the runtime with start_paused)"
-    );
     Advance {
-        handle: Some(handle),
+        caller: Some(Location::caller()),
         duration,
     }
 }
@@ -114,24 +113,31 @@ pub fn advance(duration: Duration) -> Advance {
 /// already moved the clock and fired the timers.
 #[must_use = "the clock moves only when the future is polled"]
 pub struct Advance {
-    handle: Option<Handle>,
+    /// Where `advance` was called, for the panics; `None` once the advance is done.
+    caller: Option<&'static Location<'static>>,
     duration: Duration,
 }
 
 impl Future for Advance {
     type Output = ();
 
-    #[track_caller]
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        let Some(handle) = self.handle.take() else {
+        let Some(caller) = self.caller.take() else {
             return Poll::Ready(());
         };
+        let Ok(handle) = Handle::try_current() else {
+            panic!(
+                "escapement::time::advance must be polled from inside an escapement runtime \
+                 (advance called at {caller}): in Runtime::block_on, in a spawned task, or \
+                 under Handle::enter"
+            )
+        };
         let driver = handle.driver();
-        let now = match driver.clock().advance(self.duration) {
-            Ok(now) => now,
-            Err(_) => {
-                panic!("escapement::time::advance: the clock was resumed before the advance ran")
-            }
+        let Ok(now) = driver.clock().advance(self.duration) else {
+            panic!(
+                "escapement::time::advance: the clock is not paused (advance called at \
+                 {caller}; call time::pause first, or build the runtime with start_paused)"
+            )
         };
         driver.process(now);
         // Another thread may have taken due timers out of the wheel just before and still be
