@@ -40,6 +40,8 @@ models=(
     "29-set-driver-registered-after-the-queue-check local_set"
     "30-dropped-set-leaves-its-queue-open local_set"
     "31-awaited-set-registers-after-the-queue-check local_set"
+    "32-tick-rearms-a-timer-being-fired timer_repoll"
+    "33-unarmed-timer-keeps-its-waker timer_repoll"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

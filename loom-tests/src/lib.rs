@@ -60,6 +60,12 @@ mod waker {
     pub struct Wakes(Arc<AtomicUsize>);
 
     impl Wakes {
+        /// Wakers of this counter alive (the first and its clones), while this is its only
+        /// `Wakes`.
+        pub fn held(&self) -> usize {
+            Arc::strong_count(&self.0) - 1
+        }
+
         /// Wakes so far.
         pub fn count(&self) -> usize {
             self.0.load(Ordering::SeqCst)

@@ -1,6 +1,7 @@
 //! Model 1: worker 0 fires a timer while its task polls it again with a new waker. The task
 //! is woken exactly when it must be: if its last poll saw `Pending`, the waker of that poll
-//! is woken; and nothing fires before the deadline.
+//! is woken; and nothing fires before the deadline. And an interval's tick: a `Ready` poll
+//! that disarms the timer leaves it unarmed and holding no waker.
 #![cfg(loom)]
 
 use escapement::loom_api::{Driver, TimerPoll};
@@ -49,5 +50,36 @@ fn processing_before_the_deadline_neither_fires_nor_wakes() {
         );
         assert_eq!(driver.process(5), 1);
         assert_eq!(second_wakes.count(), 1);
+    });
+}
+
+/// An interval's tick: the task polls the timer while worker 0 fires it and, when the poll is
+/// `Ready`, moves the deadline on without arming the timer, as `Interval::poll_tick` does. The
+/// timer is then unarmed and holds no waker, even when the poll saw the fire in progress:
+/// nothing fires at the new deadline, and the waker of the `Ready` poll is never woken
+/// after it nor kept alive.
+#[test]
+fn a_tick_racing_the_fire_leaves_the_timer_unarmed_without_a_waker() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(true);
+        let mut timer = driver.timer(5);
+        let (first, _) = counting_waker();
+        let (second, second_wakes) = counting_waker();
+        assert_eq!(timer.poll(&first), TimerPoll::Pending);
+        drop(first);
+
+        let worker0 = process_on_worker0(&driver, 5);
+        let seen = timer.poll(&second);
+        if seen == TimerPoll::Ready {
+            timer.reset_unarmed(9);
+        }
+        assert_eq!(worker0.join().unwrap(), 1, "the timer fires exactly once");
+        if seen == TimerPoll::Ready {
+            let woken = second_wakes.count();
+            drop(second);
+            assert_eq!(second_wakes.held(), 0, "the unarmed timer keeps a waker");
+            assert_eq!(driver.process(9), 0, "the unarmed timer fired");
+            assert_eq!(second_wakes.count(), woken, "woken after a Ready poll");
+        }
     });
 }

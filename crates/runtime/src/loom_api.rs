@@ -196,6 +196,13 @@ impl Timer {
         self.entry.as_mut().reset(deadline, true);
     }
 
+    /// What `Interval::poll_tick` does after a `Ready` poll: moves the deadline to `tick`
+    /// without arming the timer, which a fired timer then is only at its next poll.
+    pub fn reset_unarmed(&mut self, tick: u64) {
+        let deadline = self.entry.driver_ref().tick_instant(tick);
+        self.entry.as_mut().reset(deadline, false);
+    }
+
     pub fn is_elapsed(&self) -> bool {
         self.entry.is_elapsed()
     }

@@ -1,12 +1,13 @@
 //! `interval` and `interval_at` on the paused clock: the first tick at once, then exactly
 //! every period; `interval_at`'s first tick at its start; `reset`, `reset_immediately`,
 //! `reset_after` and `reset_at`; `poll_tick` registering its waker only when it returns
-//! `Pending`; the accessors; a zero period panicking; and ticks never early on the real
+//! `Pending`, and keeping none after it returns `Ready`; the accessors; a zero period panicking; and ticks never early on the real
 //! clock.
 
 mod support;
 
 use std::pin::pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use escapement::time::{
@@ -174,6 +175,37 @@ fn poll_tick_registers_its_waker_only_when_pending() {
         time::advance(Duration::from_millis(200)).await;
         assert_eq!(pending_counter.wakes(), 1);
         assert_eq!(ready_counter.wakes(), 0);
+    });
+}
+
+#[test]
+fn a_ready_tick_lets_go_of_its_waker() {
+    let rt = paused(1);
+    rt.block_on(async {
+        let mut ticker = interval(Duration::from_millis(10));
+        let (counter, waker) = CountingWaker::waker();
+        assert!(poll_tick(&mut ticker, &waker).is_ready(), "the first tick");
+        assert_eq!(
+            Arc::strong_count(&counter),
+            2,
+            "the Ready poll kept no clone"
+        );
+        assert!(poll_tick(&mut ticker, &waker).is_pending());
+        assert_eq!(Arc::strong_count(&counter), 3, "the Pending poll keeps one");
+        time::advance(Duration::from_millis(10)).await;
+        assert_eq!(counter.wakes(), 1);
+        assert_eq!(
+            Arc::strong_count(&counter),
+            2,
+            "the fire woke and dropped it"
+        );
+        // Polled after the fire: the poll stores a clone of its waker before it sees the
+        // fire, and the Ready tick disarms the timer and drops the clone.
+        let (other, other_waker) = CountingWaker::waker();
+        assert!(poll_tick(&mut ticker, &other_waker).is_ready(), "10 ms");
+        assert_eq!(Arc::strong_count(&other), 2, "the Ready poll kept no clone");
+        drop(other_waker);
+        assert_eq!(Arc::strong_count(&other), 1);
     });
 }
 

@@ -1,8 +1,8 @@
-//! `Sleep::reset`: before the first poll, to an earlier deadline, to a later one (the
-//! lock-free path: the timer must not fire, nor its waker be woken, at the old deadline, and
-//! the driver does not walk it there either), after the timer fired (it is armed again),
-//! after it fired but before it was polled, and into the past (completes at the next poll).
-//! Exact times through the paused clock.
+//! `Sleep::reset`: before the first poll (which arms the timer, as in tokio), to an earlier
+//! deadline, to a later one (the lock-free path: the timer must not fire, nor its waker be
+//! woken, at the old deadline, and the driver does not walk it there either), after the timer
+//! fired (it is armed again), after it fired but before it was polled, and into the past
+//! (completes at the next poll). Exact times through the paused clock.
 
 mod support;
 
@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 
-use escapement::time::{self, sleep, Duration, Instant};
+use escapement::time::{self, sleep, sleep_until, Duration, Instant};
 
 use support::{paused, poll_once, CountingWaker};
 
@@ -25,6 +25,51 @@ fn reset_before_the_first_poll_uses_the_new_deadline() {
         assert_eq!(delay.deadline(), start + Duration::from_millis(40));
         delay.await;
         assert_eq!(start.elapsed(), Duration::from_millis(40));
+    });
+}
+
+#[test]
+fn reset_before_the_first_poll_arms_the_timer() {
+    let rt = paused(1);
+    rt.block_on(async {
+        let start = Instant::now();
+        let mut delay = pin!(sleep(Duration::from_secs(10)));
+        delay.as_mut().reset(start + Duration::from_millis(40));
+        time::advance(Duration::from_millis(39)).await;
+        assert!(!delay.is_elapsed(), "not before the new deadline");
+        time::advance(Duration::from_millis(1)).await;
+        assert!(
+            delay.is_elapsed(),
+            "fired at the new deadline without a poll"
+        );
+        let (counter, waker) = CountingWaker::waker();
+        assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Ready(()));
+        assert_eq!(counter.wakes(), 0);
+
+        // Into the past: elapsed at once.
+        let mut past = pin!(sleep(Duration::from_secs(10)));
+        past.as_mut().reset(start);
+        assert!(past.is_elapsed());
+        assert_eq!(poll_once(past.as_mut(), &waker), Poll::Ready(()));
+
+        // Never polled nor reset: not elapsed, as the timer is not registered.
+        let unregistered = sleep_until(start);
+        assert!(!unregistered.is_elapsed());
+    });
+}
+
+#[test]
+fn a_sleep_reset_before_its_first_poll_wakes_the_waker_of_that_poll() {
+    let rt = paused(2);
+    rt.block_on(async {
+        let start = Instant::now();
+        let mut delay = pin!(sleep(Duration::from_secs(10)));
+        delay.as_mut().reset(start + Duration::from_millis(20));
+        let (counter, waker) = CountingWaker::waker();
+        assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Pending);
+        time::advance(Duration::from_millis(20)).await;
+        assert_eq!(counter.wakes(), 1);
+        assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Ready(()));
     });
 }
 

@@ -61,6 +61,10 @@
 //!   before it takes the waker. Either the owner sees `FIRING`/`FIRED` or the driver takes
 //!   the new waker, so no wake is lost. Wakers are collected under the lock and woken after
 //!   it is released, at most [`WAKE_BATCH`] at a time, so a waker may drop or create timers.
+//!   An interval's tick disarms its fired timer until the next poll and takes the waker out,
+//!   so that an unarmed timer holds no task alive: only after `FIRED`, since the driver
+//!   takes the waker in `FIRING`; if it finds `FIRING`, it takes the lock first, which the
+//!   driver holds until it stores `FIRED`.
 //! - Freeing the entry: the owner may free it without the lock only once it reads `FIRED` or
 //!   `SHUTDOWN`, which the driver stores after its last access; in any other state the drop
 //!   takes the lock, which the driver holds for as long as it touches the entry.
@@ -456,6 +460,14 @@ impl Driver {
         if !was_linked {
             self.metrics.add(|m| &m.registered, 1);
         }
+    }
+
+    /// Returns once a fire of an entry of `shard` that the caller saw in progress (`FIRING`)
+    /// is done: the driver holds the shard's lock from claiming the entry until it stores
+    /// `FIRED`.
+    pub(crate) fn wait_for_fire(&self, shard: &Shard) {
+        debug_assert!(self.owns(shard));
+        drop(shard.inner.lock());
     }
 
     /// After linking a node at `tick` in `shard`, whose lock `inner` is: lowers the shard's

@@ -1,9 +1,9 @@
 //! [`TimerEntry`]: the owner's side of a timer, embedded in a future.
 //!
 //! The driver's design note (`driver.rs`) gives the entry's states and who moves them. This
-//! side registers lazily, on the first poll; checks `state` after registering its waker;
-//! moves the deadline later with a CAS and without the lock; and frees the entry without the
-//! lock only once it reads `FIRED` or `SHUTDOWN`.
+//! side registers lazily, on the first poll (or at a reset, as tokio's does); checks `state`
+//! after registering its waker; moves the deadline later with a CAS and without the lock; and
+//! frees the entry without the lock only once it reads `FIRED` or `SHUTDOWN`.
 
 use std::fmt;
 use std::pin::Pin;
@@ -124,19 +124,29 @@ impl TimerEntry {
     }
 
     /// Moves the deadline. With `reregister`, the timer is armed for it at once (and a waker
-    /// registered earlier is woken then); without, a timer that already fired is armed only
-    /// at its next poll.
+    /// registered earlier is woken then), even one never polled, as tokio's reset does: it
+    /// fires, and `is_elapsed` turns true, without a poll, waking no one until a poll gives
+    /// it a waker. Without `reregister`, a timer that already fired, or was never armed, is
+    /// armed only at its next poll, and one that fired lets go of its waker.
     pub(crate) fn reset(self: Pin<&mut Self>, deadline: Instant, reregister: bool) {
         let this = self.project();
         *this.deadline = deadline;
         *this.may_be_past = true;
-        if !*this.registered {
+        if !*this.registered && !reregister {
             return;
         }
-        this.driver.metrics().add(|m| &m.resets, 1);
         let node = this.node.into_ref();
         let shared = node.value();
         let tick = this.driver.deadline_tick(deadline);
+        if !*this.registered {
+            // Never armed, or disarmed after it fired (below): the driver does not know the
+            // node, and its waker slot is empty. Counted as a registration, not a reset.
+            *this.registered = true;
+            let due = deadline <= this.driver.clock().now();
+            this.driver.reregister(node, this.driver.shard(), tick, due);
+            return;
+        }
+        this.driver.metrics().add(|m| &m.resets, 1);
         let state = shared.state.load(Ordering::Acquire);
         if state <= MAX_TICK && tick >= state {
             // Later than the armed tick: the node may stay where it is. The CAS fails if the
@@ -149,9 +159,19 @@ impl TimerEntry {
                 return;
             }
         }
-        let state = shared.state.load(Ordering::Acquire);
+        let mut state = shared.state.load(Ordering::Acquire);
+        if !reregister && state == FIRING {
+            // The driver is firing it, and holds the lock until it has stored `FIRED`.
+            this.driver.wait_for_fire(this.driver.shard());
+            // Acquire pairs with the driver's Release store of `FIRED`.
+            state = shared.state.load(Ordering::Acquire);
+            debug_assert_eq!(state, FIRED, "a fire finishes under the lock");
+        }
         if !reregister && state == FIRED {
             *this.registered = false;
+            // The driver is done with the entry, so the waker of the poll that saw it fire
+            // goes now rather than at the next poll: an unarmed timer holds no task alive.
+            drop(shared.waker.take());
             return;
         }
         if state == SHUTDOWN {

@@ -143,7 +143,9 @@ impl Sleep {
         self.entry.deadline()
     }
 
-    /// Whether the timer has fired.
+    /// Whether the timer has fired. A sleep fires once it is registered, by its first poll or
+    /// a [`reset`](Sleep::reset), and its deadline has come; one never polled nor reset is
+    /// not elapsed, as in tokio.
     pub fn is_elapsed(&self) -> bool {
         self.entry.is_elapsed()
     }
@@ -152,7 +154,9 @@ impl Sleep {
     /// completes at the next poll; the one exception is a sleep whose old deadline has come
     /// but which the driver has not fired yet, moved later but still into the past: it stays
     /// armed and completes when the driver fires it, at the driver's next turn (as in tokio).
-    /// Moving the deadline later than it was takes no lock.
+    /// Moving the deadline later than it was takes no lock. A sleep never polled is armed by
+    /// its reset (as in tokio), so it fires at the new deadline, and reports
+    /// [`is_elapsed`](Sleep::is_elapsed), whether or not it is polled.
     ///
     /// # Examples
     ///
