@@ -6,11 +6,15 @@
 //! idle one when there is one, and neither waits for nor takes the place of `spawn_blocking`
 //! closures under `max_blocking_threads`. A closure that returns before that thread has
 //! taken the worker takes it back, and leaves the runtime's counts as it found them.
-//! Anywhere else it just calls the closure.
+//! Anywhere else it just calls the closure, which in `block_on` may block on a future again.
+//! Either way the closure runs without the task's cooperative budget, and a runtime dropped
+//! in it waits for its blocking closures.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
+
+mod support;
 
 use escapement::task::block_in_place;
 use escapement::time::{sleep, Duration, Instant};
@@ -419,6 +423,102 @@ fn off_the_workers_it_just_calls_the_closure() {
     });
     assert_eq!(blocking.0, blocking.1);
     assert_eq!(nested.0, nested.1);
+}
+
+/// The closure is blocking code: a runtime dropped there waits for its blocking closures,
+/// as it does on any thread outside a runtime's async code.
+#[test]
+fn a_runtime_dropped_in_the_closure_waits_for_its_blocking_closures() {
+    let outer = one_worker();
+    let inner = one_worker();
+    let (started_tx, started) = mpsc::channel();
+    let finished = Arc::new(AtomicBool::new(false));
+    let flag = finished.clone();
+    drop(inner.spawn_blocking(move || {
+        started_tx.send(()).unwrap();
+        thread::sleep(std::time::Duration::from_millis(50));
+        flag.store(true, Ordering::SeqCst);
+    }));
+    started
+        .recv_timeout(PATIENCE)
+        .expect("the blocking closure started");
+    let waited = outer
+        .block_on(outer.spawn(async move {
+            block_in_place(move || {
+                drop(inner);
+                finished.load(Ordering::SeqCst)
+            })
+        }))
+        .unwrap();
+    assert!(waited, "the drop returned before the blocking closure");
+}
+
+#[test]
+fn in_block_on_the_closure_may_block_on_a_future_again() {
+    let rt = one_worker();
+    let (nested, refused) = rt.block_on(async {
+        let nested = block_in_place(|| Handle::current().block_on(async { 7 }));
+        // Outside the closure, `block_on` is refused again, and a refusal leaves the thread
+        // inside the outer `block_on` for the next attempt.
+        let refused = [(); 2]
+            .map(|()| std::panic::catch_unwind(|| Handle::current().block_on(async {})).is_err());
+        (nested, refused)
+    });
+    assert_eq!(nested, 7);
+    assert_eq!(
+        refused,
+        [true, true],
+        "a block_on nested in block_on panics"
+    );
+}
+
+/// Another executor, driven inside the closure, polls more of the runtime's futures than a
+/// task's cooperative budget allows in one poll: it must find no budget spent, or each poll
+/// past the budget returns `Pending` and that executor polls again at once, forever.
+#[test]
+fn the_closure_runs_without_the_tasks_budget() {
+    const TASKS: u64 = 300;
+    let sums = support::within(PATIENCE, || {
+        let rt = one_worker();
+        let sum_in_place = |handles: Vec<escapement::JoinHandle<u64>>| {
+            block_in_place(move || {
+                futures::executor::block_on(async move {
+                    let mut sum = 0;
+                    for handle in handles {
+                        sum += handle.await.unwrap();
+                    }
+                    sum
+                })
+            })
+        };
+        let spawn_all = || -> Vec<_> {
+            (0..TASKS)
+                .map(|i| escapement::spawn(async move { i }))
+                .collect()
+        };
+        let wait_finished = |handles: &[escapement::JoinHandle<u64>]| {
+            support::wait_until("the tasks finished", || {
+                handles.iter().all(|h| h.is_finished())
+            })
+        };
+        let in_block_on = rt.block_on(async {
+            let handles = spawn_all();
+            wait_finished(&handles);
+            sum_in_place(handles)
+        });
+        let in_a_task = rt
+            .block_on(rt.spawn(async move {
+                let handles = spawn_all();
+                while !handles.iter().all(|h| h.is_finished()) {
+                    escapement::task::yield_now().await;
+                }
+                sum_in_place(handles)
+            }))
+            .unwrap();
+        (in_block_on, in_a_task)
+    });
+    let expected = TASKS * (TASKS - 1) / 2;
+    assert_eq!(sums, (expected, expected));
 }
 
 #[test]

@@ -94,12 +94,32 @@ pub(crate) fn is_blocking() -> bool {
 
 /// Marks the thread as inside `block_on`; `None` if it already is.
 pub(crate) fn enter_blocking() -> Option<BlockingGuard> {
+    // `then`, not `then_some`: a guard made and dropped on the refusal would clear the mark
+    // of the `block_on` the thread is in.
     BLOCKING
         .with(|blocking| !blocking.replace(true))
-        .then_some(BlockingGuard(()))
+        .then(|| BlockingGuard(()))
 }
 
 pub(crate) struct BlockingGuard(());
+
+/// Clears the mark of `block_on` until the guard drops, which sets it again: for
+/// `block_in_place` called inside a `block_on`, whose closure may block on a future again.
+/// `None` if the thread is not inside `block_on`.
+pub(crate) fn exit_blocking() -> Option<ExitBlockingGuard> {
+    BLOCKING
+        .try_with(|blocking| blocking.replace(false))
+        .unwrap_or(false)
+        .then(|| ExitBlockingGuard(()))
+}
+
+pub(crate) struct ExitBlockingGuard(());
+
+impl Drop for ExitBlockingGuard {
+    fn drop(&mut self) {
+        let _ = BLOCKING.try_with(|blocking| blocking.set(true));
+    }
+}
 
 impl Drop for BlockingGuard {
     fn drop(&mut self) {

@@ -174,8 +174,9 @@ impl Runtime {
         // closures a future's drop passed to `spawn_blocking` just above are among them.
         shared.blocking.shutdown();
         // Not from async code or one of the closures: a closure may be waiting for the very
-        // future or closure that is dropping the runtime.
-        let in_async_code = worker::is_worker_thread() || context::is_blocking();
+        // future or closure that is dropping the runtime. The closure of `block_in_place`
+        // is blocking code, not async code, and waits as any thread outside a runtime does.
+        let in_async_code = worker::is_nonblocking_worker_thread() || context::is_blocking();
         if !in_async_code && !shared.blocking.is_own_thread() {
             shared.blocking.wait_for_exit(deadline);
         }

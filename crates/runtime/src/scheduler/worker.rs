@@ -165,13 +165,6 @@ pub(crate) fn is_worker_of(shared: &Shared) -> bool {
         .unwrap_or(false)
 }
 
-/// Whether this thread is a worker of any runtime, with its core or having handed it off.
-pub(crate) fn is_worker_thread() -> bool {
-    LOCAL
-        .try_with(|local| local.borrow().is_some())
-        .unwrap_or(false)
-}
-
 /// Whether this thread is a worker of any runtime that must not block: not in the closure
 /// of `block_in_place`.
 pub(crate) fn is_nonblocking_worker_thread() -> bool {

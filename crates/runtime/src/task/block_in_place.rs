@@ -1,7 +1,9 @@
 //! [`block_in_place`]: run blocking code on the current worker thread, after handing the
 //! worker itself to another thread.
 
+use crate::runtime::context;
 use crate::scheduler::worker;
+use crate::task::coop;
 
 /// Runs `f` on the current thread, which may block, after handing this thread's worker to
 /// another thread so that the worker's other tasks, and for worker 0 the timers, go on
@@ -24,10 +26,12 @@ use crate::scheduler::worker;
 ///
 /// Anywhere else (in [`block_on`](crate::Runtime::block_on), in a
 /// [`spawn_blocking`](crate::task::spawn_blocking) closure, outside any runtime, or inside a
-/// `block_in_place` closure) it just calls `f`. So it does if the worker cannot be handed
-/// off (the runtime shut down without waiting for this poll, or a new thread cannot start):
-/// `f` then blocks the worker, whose overdue timers the other workers fire, as when any task
-/// blocks its thread.
+/// `block_in_place` closure) it just calls `f`; in `block_on`, `f` may call `block_on` again,
+/// as tokio allows. So it does if the worker cannot be handed off (the runtime shut down
+/// without waiting for this poll, or a new thread cannot start): `f` then blocks the worker,
+/// whose overdue timers the other workers fire, as when any task blocks its thread. Either
+/// way `f` runs without the task's cooperative budget, as a `spawn_blocking` closure does,
+/// so another executor that `f` drives over the runtime's futures never finds it spent.
 ///
 /// Nothing else of the calling task runs while `f` does: the other branches of a
 /// [`join!`](crate::join) or [`select!`](crate::select) around it wait too. A paused clock
@@ -65,5 +69,9 @@ where
     F: FnOnce() -> R,
 {
     let _outside = worker::hand_off();
-    f()
+    // Inside `block_on`, the closure may block on a future again, as on a worker.
+    let _nested = context::exit_blocking();
+    // The closure is not the task's poll: a future it polls by other means (another
+    // executor, a loop of its own) must not find the task's budget spent.
+    coop::without_budget(f)
 }
