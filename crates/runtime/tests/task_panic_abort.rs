@@ -2,7 +2,8 @@
 //! tasks run afterwards, on 1 and several workers); aborting a task that is idle (waiting on
 //! a channel), running (inside its poll), not yet polled, or finished (keeps its output);
 //! aborting from another thread and twice; the aborted future is dropped; a panic in the
-//! drop of an aborted future becomes a panic `JoinError`. (Aborting a task that holds an
+//! drop of an aborted future, or of one that finished, becomes a panic `JoinError` (the
+//! finished one's output is dropped). (Aborting a task that holds an
 //! armed timer is `task_drop_in_place.rs`.)
 
 mod support;
@@ -241,5 +242,33 @@ fn a_panic_while_dropping_an_aborted_future_is_a_panic_error() {
     let error = rt.block_on(task).expect_err("aborted");
     assert!(error.is_panic(), "{error:?}");
     // The worker survived it.
+    assert_eq!(rt.block_on(rt.spawn(async { 1 })).expect("runs"), 1);
+}
+
+/// Ready at its first poll with its output; panics when dropped afterwards.
+struct ReadyThenPanicOnDrop(Option<DropCounter>);
+
+impl Future for ReadyThenPanicOnDrop {
+    type Output = DropCounter;
+
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<DropCounter> {
+        Poll::Ready(self.0.take().expect("polled once"))
+    }
+}
+
+impl Drop for ReadyThenPanicOnDrop {
+    fn drop(&mut self) {
+        panic!("dropped after it finished");
+    }
+}
+
+#[test]
+fn a_panic_while_dropping_a_finished_future_is_a_panic_error() {
+    let rt = running(1);
+    let outputs = Arc::new(AtomicUsize::new(0));
+    let task = rt.spawn(ReadyThenPanicOnDrop(Some(DropCounter(outputs.clone()))));
+    let error = rt.block_on(task).expect_err("its destructor panicked");
+    assert!(error.is_panic(), "{error:?}");
+    assert_eq!(outputs.load(Ordering::SeqCst), 1, "the output was dropped");
     assert_eq!(rt.block_on(rt.spawn(async { 1 })).expect("runs"), 1);
 }

@@ -174,7 +174,16 @@ where
         match result {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(output)) => {
-                self.store_output(Ok(output));
+                // The future goes first. As in tokio, a panic in its destructor is the
+                // task's: the output is dropped and the join handle gets the panic.
+                match panic::catch_unwind(AssertUnwindSafe(|| self.drop_stage_unguarded())) {
+                    Ok(()) => self.store_output(Ok(output)),
+                    Err(panic) => {
+                        let _ = panic::catch_unwind(AssertUnwindSafe(|| drop(output)));
+                        let id = self.cell().header.id;
+                        self.store_output(Err(JoinError::panic(id, panic)));
+                    }
+                }
                 Poll::Ready(())
             }
             Err(panic) => {
