@@ -300,7 +300,9 @@ impl Select {
                 #(#variants(#types),)*
                 Disabled,
             }
-            let #output = {
+            // `mut`, for an arm that binds by `ref mut` into the output.
+            #[allow(unused_mut)]
+            let mut #output = {
                 let mut #disabled: u64 = 0;
                 #(#preconditions)*
                 #(#pins)*

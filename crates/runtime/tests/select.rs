@@ -178,6 +178,20 @@ fn mut_and_ref_bindings_and_into_future() {
             Some(ref text) = ready(Some(String::from("abc"))) => text.len(),
         };
         assert_eq!(length, 3);
+        let pushed = escapement::select! {
+            ref mut text = ready(String::from("a")) => {
+                text.push('b');
+                text.clone()
+            }
+        };
+        assert_eq!(pushed, "ab");
+        let grown = escapement::select! {
+            Some(ref mut values) = ready(Some(vec![1])) => {
+                values.push(2);
+                values.len()
+            }
+        };
+        assert_eq!(grown, 2);
     });
 }
 
