@@ -66,6 +66,9 @@ mod imp {
     /// std's `Arc` under its own name in both builds: `Waker::from` (for `std::task::Wake`)
     /// takes only std's, and what uses it (`JoinSet`) runs in no loom model.
     pub(crate) use std::sync::Arc as WakeArc;
+    /// std's `Arc` for the builder's thread callbacks (`dyn Fn`), in both builds: shared
+    /// read-only, with nothing to model.
+    pub(crate) use std::sync::Arc as CallbackArc;
     pub(crate) use std::thread;
 
     /// The number of CPUs the process may use, at least one.
@@ -229,6 +232,9 @@ mod imp {
     /// std's `Arc`: `Waker::from` takes only std's, and what uses it (`JoinSet`) runs in no
     /// loom model.
     pub(crate) use std::sync::Arc as WakeArc;
+    /// std's `Arc` for the builder's thread callbacks (`dyn Fn`): shared read-only, with
+    /// nothing to model.
+    pub(crate) use std::sync::Arc as CallbackArc;
 
     /// A fixed two: loom models are small.
     pub(crate) fn available_parallelism() -> usize {

@@ -4,8 +4,9 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
+use super::thread_hooks::ThreadHooks;
 use super::{Handle, Runtime};
-use crate::loom::{thread, Arc};
+use crate::loom::{Arc, CallbackArc};
 use crate::park::Parker;
 use crate::scheduler::worker::{Core, Park, Worker};
 use crate::scheduler::{Local, Remote, Shared};
@@ -49,6 +50,8 @@ pub struct Builder {
     metrics: bool,
     max_blocking_threads: usize,
     keep_alive: Duration,
+    /// Stack size and callbacks of every thread the runtime starts.
+    hooks: ThreadHooks,
 }
 
 impl Builder {
@@ -64,6 +67,7 @@ impl Builder {
             metrics: true,
             max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
             keep_alive: DEFAULT_KEEP_ALIVE,
+            hooks: ThreadHooks::default(),
         }
     }
 
@@ -137,6 +141,69 @@ impl Builder {
     /// thread.
     pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Builder {
         self.thread_name = Some(name.into());
+        self
+    }
+
+    /// The stack size, in bytes, of every thread the runtime starts: its workers and its
+    /// [`spawn_blocking`](crate::task::spawn_blocking) threads. Without it they get the
+    /// standard library's default (2 MiB, or `RUST_MIN_STACK`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let rt = escapement::Builder::new()
+    ///     .thread_stack_size(8 * 1024 * 1024)
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(rt.block_on(async { escapement::spawn(async { 3 }).await }).unwrap(), 3);
+    /// ```
+    pub fn thread_stack_size(&mut self, bytes: usize) -> &mut Builder {
+        self.hooks.stack_size = Some(bytes);
+        self
+    }
+
+    /// A callback every thread the runtime starts runs first, before any of the runtime's
+    /// work: its workers, and its [`spawn_blocking`](crate::task::spawn_blocking) threads
+    /// (which also carry workers that [`block_in_place`](crate::task::block_in_place)
+    /// handed off). A later call replaces the callback. A panic in it is reported by the
+    /// panic hook and otherwise ignored; the thread goes on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// let started = Arc::new(AtomicUsize::new(0));
+    /// let counter = started.clone();
+    /// let rt = escapement::Builder::new()
+    ///     .worker_threads(2)
+    ///     .on_thread_start(move || {
+    ///         counter.fetch_add(1, Ordering::SeqCst);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// rt.block_on(rt.spawn_blocking(|| ())).unwrap();
+    /// drop(rt);
+    /// assert_eq!(started.load(Ordering::SeqCst), 3, "two workers and a blocking thread");
+    /// ```
+    pub fn on_thread_start<F>(&mut self, callback: F) -> &mut Builder
+    where
+        F: Fn() + Send + Sync + 'static,
+    {
+        self.hooks.on_start = Some(CallbackArc::new(callback));
+        self
+    }
+
+    /// A callback every thread the runtime starts runs last, as it exits, after the
+    /// runtime's work (also when that work panicked): the threads of
+    /// [`on_thread_start`](Builder::on_thread_start). A later call replaces the callback. A
+    /// panic in it is reported by the panic hook and otherwise ignored.
+    pub fn on_thread_stop<F>(&mut self, callback: F) -> &mut Builder
+    where
+        F: Fn() + Send + Sync + 'static,
+    {
+        self.hooks.on_stop = Some(CallbackArc::new(callback));
         self
     }
 
@@ -268,14 +335,17 @@ impl Builder {
             shared: Arc::new(Shared::new(
                 remotes.into_boxed_slice(),
                 driver,
-                Arc::new(BlockingPool::new(
-                    self.max_blocking_threads,
-                    self.keep_alive,
-                    match &self.thread_name {
-                        Some(name) => format!("{name}-blocking"),
-                        None => "escapement-blocking".to_owned(),
-                    },
-                )),
+                Arc::new(
+                    BlockingPool::new(
+                        self.max_blocking_threads,
+                        self.keep_alive,
+                        match &self.thread_name {
+                            Some(name) => format!("{name}-blocking"),
+                            None => "escapement-blocking".to_owned(),
+                        },
+                    )
+                    .with_thread_hooks(self.hooks.clone()),
+                ),
                 self.name.as_deref().map(Box::from),
                 Box::from(self.thread_name.as_deref().unwrap_or("escapement-worker")),
             )),
@@ -283,9 +353,11 @@ impl Builder {
         let mut threads = Vec::with_capacity(workers);
         for (index, (queue, park)) in queues.into_iter().zip(parks).enumerate() {
             let worker = Worker::new(handle.clone(), index);
-            let spawned = thread::Builder::new()
-                .name(handle.shared.worker_thread_name(index))
-                .spawn(move || worker.run(Core { queue, park }));
+            let hooks = self.hooks.clone();
+            let spawned = self
+                .hooks
+                .builder(handle.shared.worker_thread_name(index))
+                .spawn(move || hooks.run(|| worker.run(Core { queue, park })));
             match spawned {
                 Ok(thread) => threads.push(thread),
                 Err(error) => {
@@ -318,6 +390,9 @@ impl fmt::Debug for Builder {
             .field("metrics", &self.metrics)
             .field("max_blocking_threads", &self.max_blocking_threads)
             .field("thread_keep_alive", &self.keep_alive)
+            .field("thread_stack_size", &self.hooks.stack_size)
+            .field("on_thread_start", &self.hooks.on_start.is_some())
+            .field("on_thread_stop", &self.hooks.on_stop.is_some())
             .finish()
     }
 }

@@ -7,6 +7,7 @@ pub(crate) mod context;
 mod handle;
 #[allow(clippy::module_inception)]
 mod runtime;
+pub(crate) mod thread_hooks;
 
 pub use builder::Builder;
 pub use handle::{EnterGuard, Handle, RuntimeFlavor, TryCurrentError};

@@ -63,7 +63,8 @@ use std::fmt;
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::loom::{thread, thread_local_const, Arc, Condvar, Mutex};
+use crate::loom::{thread_local_const, Arc, Condvar, Mutex};
+use crate::runtime::thread_hooks::ThreadHooks;
 
 thread_local_const! {
     /// The address of the pool whose thread this is, or 0: a shutdown that runs on one of
@@ -90,12 +91,17 @@ pub(crate) struct BlockingPool<J> {
     keep_alive: Duration,
     /// The name of every thread the pool starts.
     thread_name: String,
+    /// The stack size and the callbacks of the pool's threads.
+    hooks: ThreadHooks,
 }
 
 struct State<J> {
     queue: VecDeque<J>,
     now: VecDeque<NowJob>,
     threads: usize,
+    /// Threads no longer counted in `threads`, running the builder's stop callback before
+    /// they exit; `wait_for_exit` waits for them too.
+    exiting: usize,
     exempt: usize,
     idle: usize,
     notified: usize,
@@ -115,6 +121,7 @@ impl<J: Job> BlockingPool<J> {
                 queue: VecDeque::new(),
                 now: VecDeque::new(),
                 threads: 0,
+                exiting: 0,
                 exempt: 0,
                 idle: 0,
                 notified: 0,
@@ -124,7 +131,14 @@ impl<J: Job> BlockingPool<J> {
             max_threads: max_threads.max(1),
             keep_alive,
             thread_name,
+            hooks: ThreadHooks::default(),
         }
+    }
+
+    /// The pool's threads get `hooks`' stack size and run its callbacks.
+    pub(crate) fn with_thread_hooks(mut self, hooks: ThreadHooks) -> BlockingPool<J> {
+        self.hooks = hooks;
+        self
     }
 
     /// Queues `job` and makes sure a thread will run it: an idle one, a new one, or, when
@@ -138,9 +152,12 @@ impl<J: Job> BlockingPool<J> {
     #[track_caller]
     pub(crate) fn spawn(pool: &Arc<Self>, job: J) {
         Self::spawn_with(pool, job, |pool| {
-            thread::Builder::new()
-                .name(pool.thread_name.clone())
-                .spawn(move || pool.run(None))
+            pool.hooks
+                .builder(pool.thread_name.clone())
+                .spawn(move || {
+                    pool.hooks.start();
+                    pool.run(None);
+                })
                 .map(drop)
         });
     }
@@ -155,9 +172,12 @@ impl<J: Job> BlockingPool<J> {
     /// without running.
     pub(crate) fn spawn_now(pool: &Arc<Self>, job: NowJob) -> io::Result<()> {
         Self::spawn_now_with(pool, job, |pool, job| {
-            thread::Builder::new()
-                .name(pool.thread_name.clone())
-                .spawn(move || pool.run(Some(job)))
+            pool.hooks
+                .builder(pool.thread_name.clone())
+                .spawn(move || {
+                    pool.hooks.start();
+                    pool.run(Some(job));
+                })
                 .map(drop)
         })
     }
@@ -256,7 +276,7 @@ impl<J: Job> BlockingPool<J> {
             "a pool thread waits for the pool to exit"
         );
         let mut state = self.state.lock();
-        while state.threads > 0 {
+        while state.threads > 0 || state.exiting > 0 {
             state = match deadline {
                 None => self.condvar.wait(state),
                 Some(deadline) => {
@@ -282,7 +302,7 @@ impl<J: Job> BlockingPool<J> {
     }
 
     /// One thread's life: run `first`, a job from `spawn_now`, if any, then jobs from the
-    /// queues, wait for more, exit.
+    /// queues, wait for more, run the stop callback, exit.
     fn run(&self, first: Option<NowJob>) {
         POOL_OF_THIS_THREAD.with(|pool| pool.set(self.address()));
         let mut first = first;
@@ -330,7 +350,16 @@ impl<J: Job> BlockingPool<J> {
             }
         }
         state.threads -= 1;
-        let last = state.threads == 0;
+        if self.hooks.on_stop.is_some() {
+            // Outside the lock, as the callback may do anything; no longer counted among
+            // the threads that take jobs, but waited for by a shutdown.
+            state.exiting += 1;
+            drop(state);
+            self.hooks.stop();
+            state = self.state.lock();
+            state.exiting -= 1;
+        }
+        let last = state.threads == 0 && state.exiting == 0;
         drop(state);
         if last {
             // For `wait_for_exit`; idle threads that wake too look at the queue again.
