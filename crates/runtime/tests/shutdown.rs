@@ -3,7 +3,8 @@
 //! its tasks, and refuses later spawns; a `Sleep` polled after its runtime shut down panics (as
 //! `Sleep`'s docs say) unless it had already fired, and so do a `Timeout` and an `Interval`
 //! waiting on one; `shutdown_timeout` returns after about its timeout when a task is blocked in
-//! `std::thread::sleep`; the tasks it cancels are dropped inside its context; dropped on a
+//! `std::thread::sleep`, or when a cancelled task's destructor blocks (the workers drop the
+//! tasks, as tokio's do); the tasks it cancels are dropped inside its context; dropped on a
 //! worker of another runtime, it still waits for its own busy workers, and on one of its own
 //! workers for the others; in async code (a task, a `block_on` future) it does not wait for its
 //! blocking closures. (Tasks holding armed timers at shutdown are `task_drop_in_place.rs` and
@@ -380,6 +381,58 @@ fn shutdown_timeout_with_a_blocked_task_returns_after_about_the_timeout() {
         took < Duration::from_secs(15),
         "waited for the blocked task: {took:?}"
     );
+}
+
+/// A future whose destructor blocks for `DROP_TAKES`, then records the thread it ran on.
+struct SlowDrop(Arc<Mutex<Option<String>>>);
+
+const DROP_TAKES: Duration = Duration::from_secs(3);
+
+impl std::future::Future for SlowDrop {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, _: &mut std::task::Context<'_>) -> Poll<()> {
+        Poll::Pending
+    }
+}
+
+impl Drop for SlowDrop {
+    fn drop(&mut self) {
+        std::thread::sleep(DROP_TAKES);
+        let thread = std::thread::current().name().unwrap_or("?").to_owned();
+        *self.0.lock().unwrap() = Some(thread);
+    }
+}
+
+#[test]
+fn a_timeout_bounds_the_drop_of_the_waiting_tasks_which_the_workers_do() {
+    for background in [true, false] {
+        let rt = running(2);
+        let dropped_on = Arc::new(Mutex::new(None));
+        let task = rt.spawn(SlowDrop(dropped_on.clone()));
+        // Polled once, so the task waits in the owned list, not in a queue.
+        support::wait_until("the task's first poll", || {
+            rt.metrics().num_alive_tasks() == 1 && !task.is_finished()
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        let start = std::time::Instant::now();
+        if background {
+            rt.shutdown_background();
+        } else {
+            rt.shutdown_timeout(Duration::from_millis(100));
+        }
+        let took = start.elapsed();
+        assert!(took < DROP_TAKES / 2, "waited for the destructor: {took:?}");
+        support::wait_until("the future to be dropped", || {
+            dropped_on.lock().unwrap().is_some()
+        });
+        let thread = dropped_on.lock().unwrap().clone().unwrap();
+        assert!(
+            thread.starts_with("escapement-worker-"),
+            "dropped on {thread}"
+        );
+        drop(task);
+    }
 }
 
 #[test]

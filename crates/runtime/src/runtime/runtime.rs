@@ -125,8 +125,9 @@ impl Runtime {
     /// task poll to come back and for `spawn_blocking` closures to return; threads still busy
     /// then are left to finish on their own.
     ///
-    /// Every task is cancelled (its future dropped) and every pending timer of the runtime
-    /// is woken, never to fire. Blocking closures are not cancelled: those already passed to
+    /// Every task is cancelled (its future dropped, by the workers as they leave, so a slow
+    /// destructor delays a worker rather than this call) and every pending timer of the
+    /// runtime is woken, never to fire. Blocking closures are not cancelled: those already passed to
     /// `spawn_blocking`, queued ones included, run to the end; those passed after the
     /// shutdown are cancelled.
     ///
@@ -167,7 +168,12 @@ impl Runtime {
         // Inside the runtime's context, so what a task's future does as it is dropped
         // (spawn, read the handle, make a timer) finds its runtime, as on a worker.
         let _context = context::enter(self.handle.clone());
-        shared.owned.close_and_shutdown_all();
+        // The workers that exited cancelled the tasks (`worker.rs`, `Exit`). Once they all
+        // have, this finds none left, unless this thread is the only worker; a worker still
+        // busy past the timeout cancels them when it exits, not this thread.
+        if others_exited {
+            shared.owned.close_and_shutdown_all();
+        }
         shared.drain_injector();
         shared.driver.shutdown();
         // Idle blocking threads exit now, busy ones once the closures queued have run; the

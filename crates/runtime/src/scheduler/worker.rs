@@ -474,6 +474,13 @@ impl Drop for Exit {
                 while queue.pop().is_some() {}
             }
         }
+        // At shutdown the workers cancel the tasks, the first to leave all of them (still
+        // in the runtime's context and shard), before they count as exited: a shutdown
+        // with a timeout waits for that too, and no longer than the timeout, so a slow
+        // destructor delays the workers, not the thread shutting down.
+        if self.0.is_shutdown() {
+            self.0.owned.close_and_shutdown_all();
+        }
         self.0.driver.metrics().exit_worker();
         self.0.worker_exited();
     }
