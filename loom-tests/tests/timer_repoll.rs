@@ -4,20 +4,55 @@
 //! that disarms the timer leaves it unarmed and holding no waker.
 #![cfg(loom)]
 
-use escapement::loom_api::{Driver, TimerPoll};
-use escapement_loom_tests::{counting_waker, process_on_worker0};
+use std::task::Waker;
+
+use escapement::loom_api::{Driver, Timer, TimerPoll};
+use escapement_loom_tests::{counting_waker, process_on_worker0, Wakes};
+use loom::thread::JoinHandle;
+
+/// A timer due at tick 5, polled `Pending` with a first waker, then polled again with a
+/// second waker while worker 0 processes tick 5 on a thread of its own.
+struct Repoll {
+    timer: Timer,
+    /// Kept alive, as a task keeps its waker, until the model ends.
+    _first: Waker,
+    second: Waker,
+    second_wakes: Wakes,
+    worker0: JoinHandle<usize>,
+    /// What the second poll saw.
+    seen: TimerPoll,
+}
+
+fn repoll_racing_the_fire(driver: &Driver) -> Repoll {
+    let mut timer = driver.timer(5);
+    let (first, _) = counting_waker();
+    let (second, second_wakes) = counting_waker();
+    assert_eq!(timer.poll(&first), TimerPoll::Pending);
+
+    let worker0 = process_on_worker0(driver, 5);
+    let seen = timer.poll(&second);
+    Repoll {
+        timer,
+        _first: first,
+        second,
+        second_wakes,
+        worker0,
+        seen,
+    }
+}
 
 #[test]
 fn fire_racing_a_repoll_with_a_new_waker_wakes_the_new_waker() {
     loom::model(|| {
         let (driver, _worker0) = Driver::new(true);
-        let mut timer = driver.timer(5);
-        let (first, _) = counting_waker();
-        let (second, second_wakes) = counting_waker();
-        assert_eq!(timer.poll(&first), TimerPoll::Pending);
-
-        let worker0 = process_on_worker0(&driver, 5);
-        let seen = timer.poll(&second);
+        let Repoll {
+            mut timer,
+            second,
+            second_wakes,
+            worker0,
+            seen,
+            ..
+        } = repoll_racing_the_fire(&driver);
         assert_eq!(worker0.join().unwrap(), 1, "the timer fires exactly once");
 
         if seen == TimerPoll::Pending {
@@ -62,14 +97,14 @@ fn processing_before_the_deadline_neither_fires_nor_wakes() {
 fn a_tick_racing_the_fire_leaves_the_timer_unarmed_without_a_waker() {
     loom::model(|| {
         let (driver, _worker0) = Driver::new(true);
-        let mut timer = driver.timer(5);
-        let (first, _) = counting_waker();
-        let (second, second_wakes) = counting_waker();
-        assert_eq!(timer.poll(&first), TimerPoll::Pending);
-        drop(first);
-
-        let worker0 = process_on_worker0(&driver, 5);
-        let seen = timer.poll(&second);
+        let Repoll {
+            mut timer,
+            second,
+            second_wakes,
+            worker0,
+            seen,
+            ..
+        } = repoll_racing_the_fire(&driver);
         if seen == TimerPoll::Ready {
             timer.reset_unarmed(9);
         }
