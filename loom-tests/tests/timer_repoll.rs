@@ -45,24 +45,17 @@ fn repoll_racing_the_fire(driver: &Driver) -> Repoll {
 fn fire_racing_a_repoll_with_a_new_waker_wakes_the_new_waker() {
     loom::model(|| {
         let (driver, _worker0) = Driver::new(true);
-        let Repoll {
-            mut timer,
-            second,
-            second_wakes,
-            worker0,
-            seen,
-            ..
-        } = repoll_racing_the_fire(&driver);
-        assert_eq!(worker0.join().unwrap(), 1, "the timer fires exactly once");
+        let mut r = repoll_racing_the_fire(&driver);
+        assert_eq!(r.worker0.join().unwrap(), 1, "the timer fires exactly once");
 
-        if seen == TimerPoll::Pending {
+        if r.seen == TimerPoll::Pending {
             assert_eq!(
-                second_wakes.count(),
+                r.second_wakes.count(),
                 1,
                 "the waker of the last Pending poll was lost"
             );
         }
-        assert_eq!(timer.poll(&second), TimerPoll::Ready);
+        assert_eq!(r.timer.poll(&r.second), TimerPoll::Ready);
     });
 }
 
@@ -97,24 +90,17 @@ fn processing_before_the_deadline_neither_fires_nor_wakes() {
 fn a_tick_racing_the_fire_leaves_the_timer_unarmed_without_a_waker() {
     loom::model(|| {
         let (driver, _worker0) = Driver::new(true);
-        let Repoll {
-            mut timer,
-            second,
-            second_wakes,
-            worker0,
-            seen,
-            ..
-        } = repoll_racing_the_fire(&driver);
-        if seen == TimerPoll::Ready {
-            timer.reset_unarmed(9);
+        let mut r = repoll_racing_the_fire(&driver);
+        if r.seen == TimerPoll::Ready {
+            r.timer.reset_unarmed(9);
         }
-        assert_eq!(worker0.join().unwrap(), 1, "the timer fires exactly once");
-        if seen == TimerPoll::Ready {
-            let woken = second_wakes.count();
-            drop(second);
-            assert_eq!(second_wakes.held(), 0, "the unarmed timer keeps a waker");
+        assert_eq!(r.worker0.join().unwrap(), 1, "the timer fires exactly once");
+        if r.seen == TimerPoll::Ready {
+            let woken = r.second_wakes.count();
+            drop(r.second);
+            assert_eq!(r.second_wakes.held(), 0, "the unarmed timer keeps a waker");
             assert_eq!(driver.process(9), 0, "the unarmed timer fired");
-            assert_eq!(second_wakes.count(), woken, "woken after a Ready poll");
+            assert_eq!(r.second_wakes.count(), woken, "woken after a Ready poll");
         }
     });
 }
