@@ -1,8 +1,8 @@
 //! `interval` and `interval_at` on the paused clock: the first tick at once, then exactly
 //! every period; `interval_at`'s first tick at its start; `reset`, `reset_immediately`,
 //! `reset_after` and `reset_at`; `poll_tick` registering its waker only when it returns
-//! `Pending`, and keeping none after it returns `Ready`; the accessors; a zero period panicking; and ticks never early on the real
-//! clock.
+//! `Pending`, and keeping none after it returns `Ready`; the accessors; a zero period
+//! panicking; and ticks never early on the real clock.
 
 mod support;
 

@@ -127,9 +127,9 @@ impl Runtime {
     ///
     /// Every task is cancelled (its future dropped, by the workers as they leave, so a slow
     /// destructor delays a worker rather than this call) and every pending timer of the
-    /// runtime is woken, never to fire. Blocking closures are not cancelled: those already passed to
-    /// `spawn_blocking`, queued ones included, run to the end; those passed after the
-    /// shutdown are cancelled.
+    /// runtime is woken, never to fire. Blocking closures are not cancelled: those already
+    /// passed to `spawn_blocking`, queued ones included, run to the end; those passed after
+    /// the shutdown are cancelled.
     ///
     /// Called from async code (a task of any runtime, a future in any `block_on`) or from
     /// one of the runtime's own blocking closures, it does not wait for the blocking
