@@ -9,8 +9,9 @@
 //! results, and the parent runs each runtime [`RUNS`] times, alternating, and prints one
 //! table of medians with the range (min–max) in brackets: first with one worker per CPU (the
 //! runtimes' default), then with one worker. A run that has not finished after [`HANG_LIMIT`]
-//! is killed and counted as hung, and a runtime's runs stop after [`MAX_HANGS`] hangs. A plain bench binary rather than criterion: each sample
-//! is a whole process, and the quantities are CPU time and memory as well as time.
+//! is killed and counted as hung, and a runtime's runs stop after [`MAX_HANGS`] hangs. A
+//! plain bench binary rather than criterion: each sample is a whole process, and the
+//! quantities are CPU time and memory as well as time.
 //!
 //! The tasks are spawned from `block_on`, which then polls a 1 ms sleep until a shared counter
 //! says every task is done: wall time carries up to one such period of slack, on both

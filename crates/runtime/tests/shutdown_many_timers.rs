@@ -1,8 +1,9 @@
 //! Dropping a runtime with a million timers pending finishes promptly and leaks nothing:
 //! 1,000 tasks on 4 workers each hold 1,000 registered sleeps (in a `FuturesUnordered`, so
-//! each sleep is pinned in its own allocation), with deadlines spread over the hour after the first ten minutes. Every
-//! sleep's future counts its drop and holds a clone of one `Arc`; after the drop all 1M
-//! drops are counted and the `Arc` is unique again. The time bound only catches hangs.
+//! each sleep is pinned in its own allocation), with deadlines spread over the hour after the
+//! first ten minutes. Every sleep's future counts its drop and holds a clone of one `Arc`;
+//! after the drop all 1M drops are counted and the `Arc` is unique again. The time bound only
+//! catches hangs.
 
 mod support;
 

@@ -106,9 +106,9 @@ pub(crate) fn has_budget_remaining() -> bool {
 /// it yield because the budget ran out.
 ///
 /// A task normally gets a budget of 128 ready polls of the runtime's futures (`Sleep`,
-/// `Interval`, `Timeout`, `JoinHandle`, `JoinSet::join_next`) per poll, after which they return `Pending` once and
-/// wake it, so a loop over futures that are always ready still lets the worker's other tasks
-/// run. Inside `unconstrained` such a loop keeps its worker until something is really
+/// `Interval`, `Timeout`, `JoinHandle`, `JoinSet::join_next`) per poll, after which they
+/// return `Pending` once and wake it, so a loop over futures that are always ready still lets
+/// the worker's other tasks run. Inside `unconstrained` such a loop keeps its worker until something is really
 /// pending; use it only for a loop that must not be interrupted, and that is known to end.
 ///
 /// # Examples

@@ -4,8 +4,9 @@
 //! A runtime numbers its tasks from 1 as they are spawned (blocking closures included). The
 //! harness records the number in a thread-local around everything it runs of a task on the
 //! task's behalf: each poll, the drop of the future when it completes, panics or is
-//! cancelled, and the drop of an output nobody reads. The previous value comes back afterwards, on unwinding too. It is one store and
-//! one load of a thread-local per poll, beside the cooperative budget's.
+//! cancelled, and the drop of an output nobody reads. The previous value comes back
+//! afterwards, on unwinding too. It is one store and one load of a thread-local per poll,
+//! beside the cooperative budget's.
 
 use std::cell::Cell;
 use std::fmt;

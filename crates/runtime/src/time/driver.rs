@@ -385,8 +385,8 @@ impl Driver {
     }
 
     /// Registers an entry whose waker is already stored: links it at `tick` in `shard` (one
-    /// of this driver's), or marks it fired if that tick has passed. Wakes worker 0 if it sleeps toward a later
-    /// tick.
+    /// of this driver's), or marks it fired if that tick has passed. Wakes worker 0 if it
+    /// sleeps toward a later tick.
     pub(crate) fn register(
         &self,
         node: Pin<&Node<TimerShared>>,
