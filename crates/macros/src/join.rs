@@ -15,7 +15,9 @@
 //!
 //! ```text
 //! {
-//!     let mut future_i = pin!(MaybeDone::new(into_future(FUTURE_i)));  // in order
+//!     let (made_0, ..) = (MaybeDone::new(into_future(FUTURE_0)), ..);  // in order
+//!     let mut future_n = pin!(made_n); .. let mut future_0 = pin!(made_0);
+//!                                     // last to first, so they drop first to last
 //!     let mut next_first: u32 = 0;                    // unless `biased`
 //!     poll_fn(|cx| {
 //!         // `first` is 0 if `biased`; else `next_first`, which moves on by one each poll,
@@ -100,13 +102,20 @@ impl Join {
             .collect();
         let count_u32 = count as u32;
 
-        let pins = self.futures.iter().zip(&futures).map(|(expr, future)| {
+        // The futures are made in order, into one tuple, and pinned from the last to the first:
+        // locals drop in the reverse of their order, so the futures (and the outputs they hold)
+        // drop first to last, as a tuple's fields do.
+        let made: Vec<_> = (0..count)
+            .map(|i| format_ident!("made{i}", span = site))
+            .collect();
+        let exprs = self.futures.iter().map(|expr| {
             quote_spanned!(site=>
-                let mut #future = ::core::pin::pin!(#krate::__private::maybe_done(
-                    ::core::future::IntoFuture::into_future(#expr)
-                ));
+                #krate::__private::maybe_done(::core::future::IntoFuture::into_future(#expr)),
             )
         });
+        let pins = made.iter().zip(&futures).rev().map(
+            |(made, future)| quote_spanned!(site=> let mut #future = ::core::pin::pin!(#made);),
+        );
         // Polls future `i`; `try_join!` returns its error at once.
         let polls = futures.iter().enumerate().map(|(i, future)| {
             let i = i as u32;
@@ -168,6 +177,7 @@ impl Join {
         };
 
         quote_spanned! {site=> {
+            let (#(#made,)*) = (#(#exprs)*);
             #(#pins)*
             #rotation
             ::core::future::poll_fn(|#cx: &mut ::core::task::Context<'_>| {

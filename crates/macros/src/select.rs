@@ -14,6 +14,8 @@
 //!     else => HANDLER                                  // optional
 //! ```
 //!
+//! An `else` branch alone expands to its handler.
+//!
 //! # Expansion
 //!
 //! ```text
@@ -22,7 +24,10 @@
 //!     let out = {
 //!         let mut disabled: u64 = 0;                   // bit i: branch i is off
 //!         if !(PRECONDITION_i) { disabled |= 1 << i; } // every precondition, first
-//!         let mut future_i = pin!(into_future(FUTURE_i)); // then every future, in order
+//!         let (given_0, ..) = (FUTURE_0, ..);        // then every future, in order, in
+//!         let (made_0, ..) = (into_future(given_0), ..); // a tuple (a borrowed temporary
+//!         let mut future_n = pin!(made_n); ..          // lives on); pinned last to first,
+//!         let mut future_0 = pin!(made_0);             // so they drop first to last
 //!         poll_fn(|cx| {
 //!             // With the task's cooperative budget spent: wake the task, `Pending`.
 //!             // From a random branch (the first one if `biased`), each branch still on:
@@ -116,7 +121,7 @@ impl Parse for Select {
                 handler,
             });
         }
-        if branches.is_empty() {
+        if branches.is_empty() && otherwise.is_none() {
             return Err(
                 input.error("`select!` needs at least one `pattern = future => handler` branch")
             );
@@ -213,6 +218,11 @@ impl Select {
         let site = Span::mixed_site();
         let krate = &self.krate;
         let count = self.branches.len();
+        if count == 0 {
+            // Only an `else` branch: every branch is disabled from the start.
+            let otherwise = &self.otherwise;
+            return quote_spanned!(site=> { #otherwise });
+        }
         let out = syn::Ident::new("__EscapementSelectOut", site);
         let output = syn::Ident::new("output", site);
         let disabled = syn::Ident::new("disabled", site);
@@ -247,14 +257,25 @@ impl Select {
                 quote_spanned!(site=> if !{ let enabled: bool = #condition; enabled } { #disabled |= #bit; })
             })
         });
-        let pins = self.branches.iter().zip(&futures).map(|(branch, future)| {
-            let expr = &branch.future;
-            quote_spanned!(site=>
-                let mut #future = ::core::pin::pin!(
-                    ::core::future::IntoFuture::into_future(#expr)
-                );
-            )
-        });
+        // Every branch's expression is evaluated in order into one tuple, which extends the
+        // life of a temporary it borrows (`&mut ready(1)`) as a `let` does; then each becomes a
+        // future, in order, and they are pinned from the last to the first: locals drop in the
+        // reverse of their order, so the futures drop first to last, as a tuple's fields do.
+        let given: Vec<_> = (0..count)
+            .map(|i| format_ident!("given{i}", span = site))
+            .collect();
+        let made: Vec<_> = (0..count)
+            .map(|i| format_ident!("made{i}", span = site))
+            .collect();
+        let exprs = self.branches.iter().map(|branch| &branch.future);
+        let pins = made.iter().zip(&futures).rev().map(
+            |(made, future)| quote_spanned!(site=> let mut #future = ::core::pin::pin!(#made);),
+        );
+        let pins = quote_spanned! {site=>
+            let (#(#given,)*) = (#(#exprs,)*);
+            let (#(#made,)*) = (#(::core::future::IntoFuture::into_future(#given),)*);
+            #(#pins)*
+        };
         let polls = self.branches.iter().enumerate().map(|(i, branch)| {
             let (future, variant, bit) = (&futures[i], &variants[i], &bits[i]);
             let (mut pattern, derefs) = peel_references(&branch.pattern);
@@ -305,7 +326,7 @@ impl Select {
             let mut #output = {
                 let mut #disabled: u64 = 0;
                 #(#preconditions)*
-                #(#pins)*
+                #pins
                 ::core::future::poll_fn(|#cx: &mut ::core::task::Context<'_>| {
                     if #krate::__private::select_budget(#cx).is_pending() {
                         return ::core::task::Poll::Pending;
@@ -367,7 +388,9 @@ mod tests {
     fn mistakes_are_errors() {
         let message = |tokens| parse(tokens).err().expect("an error").to_string();
         assert!(message(quote!((::escapement))).contains("at least one"));
-        assert!(message(quote!((::escapement) else => 1)).contains("at least one"));
+        // An `else` alone is a `select!` whose branches are all disabled.
+        let select = parse(quote!((::escapement) biased; else => 1)).unwrap();
+        assert!(select.branches.is_empty() && select.otherwise.is_some());
         assert!(message(quote!((::escapement) _ = a => 1 else => 2)).contains("expected `,`"));
         // A block ends its handler, as in a `match`: what follows is the next branch.
         let select = parse(quote!((::escapement) _ = a => {} () = b => {})).unwrap();

@@ -28,8 +28,9 @@ use crate::loom::thread_local_const;
 /// Step by step, as tokio's:
 ///
 /// 1. Every `PRECONDITION` is evaluated; a branch whose precondition is `false` is disabled.
-/// 2. Every `FUTURE` expression is evaluated, disabled branches' included (anything that
-///    implements `IntoFuture`), and pinned on the stack.
+/// 2. Every `FUTURE` expression is evaluated in order, disabled branches' included (anything
+///    that implements `IntoFuture`), and pinned on the stack. A temporary it borrows lives as
+///    long as the `select!`, as in a `let`: `x = &mut ready(1) => x` is allowed.
 /// 3. The enabled futures are polled, starting from a random branch each time the task is
 ///    polled (from the first, in the order written, with `biased;`). If the task has spent
 ///    its cooperative budget (see [`task::unconstrained`](crate::task::unconstrained)),
@@ -39,7 +40,10 @@ use crate::loom::thread_local_const;
 ///    future is dropped and its `HANDLER` runs with the pattern's bindings; its value is the
 ///    value of `select!`. If not, the branch is disabled and the others are polled on.
 /// 5. Once every branch is disabled, the `else` handler runs; without one, `select!`
-///    panics with "all branches are disabled and there is no else branch".
+///    panics with "all branches are disabled and there is no else branch". A `select!` with
+///    only an `else` branch is its handler.
+///
+/// The futures are dropped in the order of their branches, the first first.
 ///
 /// Handlers run after the futures are dropped, outside any poll, so `return`, `?`,
 /// `break` and `continue` in a handler act on the code around `select!`, and a handler may
@@ -121,7 +125,8 @@ macro_rules! select {
 /// is always polled last; with `biased;`, always from the first. A future that is done is
 /// not polled again: its output waits on the stack, in the future's place, until the last
 /// one is done. Nothing is allocated. Dropped before it finishes (in a `select!` branch
-/// that loses, say), `join!` drops every future and every output it holds.
+/// that loses, say), `join!` drops every future and every output it holds, in the order
+/// written.
 ///
 /// # Examples
 ///
@@ -154,7 +159,7 @@ macro_rules! join {
 
 /// Waits for every future, each returning a `Result` with the same error type, and returns
 /// `Ok` with their outputs as a tuple, or the first `Err` as soon as one comes; the other
-/// futures, and the outputs already in, are then dropped.
+/// futures, and the outputs already in, are then dropped, in the order written.
 ///
 /// It takes what [`join!`](crate::join) takes (`try_join!()` is `Ok(())`) and polls in the
 /// same order. With `biased;`, a future after one that fails in the same poll is not polled.

@@ -2,7 +2,7 @@
 //! order written; `try_join!` returns the first error at once and drops the rest; the first
 //! future polled moves on by one at each poll, and `biased;` polls in the order written;
 //! `IntoFuture` arguments; no future and one; the expansion's variables out of the user's
-//! reach.
+//! reach; futures and outputs drop in the order written.
 
 mod support;
 
@@ -227,5 +227,51 @@ fn user_variables_named_like_the_expansions_own_are_untouched() {
             ready(offset + next_first + future0),
         );
         assert_eq!(sums, (3, 7, 18));
+    });
+}
+
+/// Pushes its name to a shared log when dropped.
+struct Named<'a>(&'static str, &'a RefCell<Vec<&'static str>>);
+
+impl Drop for Named<'_> {
+    fn drop(&mut self) {
+        self.1.borrow_mut().push(self.0);
+    }
+}
+
+#[test]
+fn futures_and_outputs_drop_in_the_order_written() {
+    paused(1).block_on(async {
+        let log = RefCell::new(Vec::new());
+        let log = &log;
+        // A `join!` that loses a `select!` drops an output already in and a future waiting.
+        escapement::select! {
+            _ = async move {
+                escapement::join!(
+                    ready(Named("output", log)),
+                    async move {
+                        let _named = Named("future", log);
+                        pending::<()>().await
+                    },
+                )
+            } => unreachable!("the join never finishes"),
+            _ = sleep(Duration::from_millis(1)) => {}
+        }
+        assert_eq!(*log.borrow(), ["output", "future"]);
+
+        log.borrow_mut().clear();
+        let result: Result<((), Named<'_>, ()), &str> = escapement::try_join!(
+            async move {
+                let _named = Named("first", log);
+                pending::<Result<(), &str>>().await
+            },
+            ready(Ok(Named("second", log))),
+            async {
+                sleep(Duration::from_millis(1)).await;
+                Err("failed")
+            },
+        );
+        assert!(result.is_err());
+        assert_eq!(*log.borrow(), ["first", "second"]);
     });
 }

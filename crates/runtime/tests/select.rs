@@ -3,10 +3,12 @@
 //! `select!` panics; `biased;` polls in order while the default spreads the first poll over
 //! the branches; handlers run after the futures are dropped and their `return`, `?`, `break`
 //! and `continue` act on the code around; `mut` and `ref` bindings; `IntoFuture`; user types
-//! named like the expansion's own.
+//! named like the expansion's own; the futures drop in branch order; a borrowed temporary
+//! lives as long as the `select!`; an `else` alone.
 
 mod support;
 
+use std::cell::RefCell;
 use std::future::{pending, ready, Future, IntoFuture};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -273,5 +275,59 @@ fn a_top_level_reference_pattern_binds_through_the_output() {
             &(_, Some(n)) = ready(&pair) => if n == 5 { "five" } else { "other" },
         };
         assert_eq!(picked, "five");
+    });
+}
+
+/// Pushes its name to a shared log when dropped.
+struct Named<'a>(&'static str, &'a RefCell<Vec<&'static str>>);
+
+impl Drop for Named<'_> {
+    fn drop(&mut self) {
+        self.1.borrow_mut().push(self.0);
+    }
+}
+
+#[test]
+fn the_futures_drop_in_the_order_of_their_branches() {
+    paused(1).block_on(async {
+        let log = RefCell::new(Vec::new());
+        let log = &log;
+        let winner = escapement::select! {
+            biased;
+            _ = async move {
+                let _named = Named("first", log);
+                pending::<()>().await
+            } => "first",
+            _ = async move {
+                let _named = Named("second", log);
+                pending::<()>().await
+            } => "second",
+            _ = async move {
+                let _named = Named("third", log);
+                pending::<()>().await
+            } => "third",
+            _ = sleep(Duration::from_millis(1)) => "sleep",
+        };
+        assert_eq!(winner, "sleep");
+        assert_eq!(*log.borrow(), ["first", "second", "third"]);
+    });
+}
+
+#[test]
+fn a_temporary_borrowed_by_a_branch_lives_as_long_as_the_select() {
+    paused(1).block_on(async {
+        let value = escapement::select! {
+            x = &mut ready(1) => x,
+            _ = &mut pending::<()>() => 0,
+        };
+        assert_eq!(value, 1);
+    });
+}
+
+#[test]
+fn an_else_branch_alone_is_its_handler() {
+    paused(1).block_on(async {
+        assert_eq!(escapement::select! { else => 1 }, 1);
+        assert_eq!(escapement::select! { biased; else => 2, }, 2);
     });
 }
