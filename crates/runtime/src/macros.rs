@@ -1,5 +1,6 @@
 //! [`select!`](crate::select), [`join!`](crate::join) and [`try_join!`](crate::try_join):
-//! waiting on several futures at once inside one task, with tokio's syntax and meaning.
+//! waiting on several futures at once inside one task, with tokio's syntax and meaning; and
+//! [`pin!`](crate::pin), which pins a future on the stack to pass it as `&mut future`.
 //!
 //! `select!` is a procedural macro in `escapement-macros` (its design note is there), reached
 //! through a `macro_rules!` wrapper that hands it `$crate`, so that its expansion names this
@@ -182,6 +183,53 @@ macro_rules! join {
 macro_rules! try_join {
     ($($tokens:tt)*) => {
         $crate::__private::try_join_inner!(($crate) $($tokens)*)
+    };
+}
+
+/// Pins each named value on the stack, where it is: the name is then a `Pin<&mut T>` to it,
+/// and the value can no longer be reached unpinned. A future that is `!Unpin`, such as
+/// [`Sleep`](crate::time::Sleep), must be pinned before it can be polled through `&mut`, as
+/// a [`select!`](crate::select) in a loop does to keep one future across iterations.
+///
+/// ```text
+/// pin!(a, b);                   // pins the variables `a` and `b`
+/// pin! { let a = EXPR; .. }     // binds and pins, in one step
+/// ```
+///
+/// Tokio's forms, written with [`core::pin::pin!`]: nothing is allocated, and there is no
+/// `unsafe`.
+///
+/// # Examples
+///
+/// ```
+/// use escapement::time::{sleep, Duration};
+///
+/// # escapement::Runtime::new().unwrap().block_on(async {
+/// let deadline = sleep(Duration::from_millis(20));
+/// escapement::pin!(deadline);
+/// let mut ticks = 0;
+/// loop {
+///     escapement::select! {
+///         _ = &mut deadline => break,
+///         _ = sleep(Duration::from_millis(1)) => ticks += 1,
+///     }
+/// }
+/// assert!(ticks > 0);
+/// # });
+/// ```
+#[macro_export]
+macro_rules! pin {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[allow(unused_mut)]
+            let mut $name = ::core::pin::pin!($name);
+        )*
+    };
+    ($(let $name:ident = $init:expr;)*) => {
+        $(
+            let $name = $init;
+            $crate::pin!($name);
+        )*
     };
 }
 
