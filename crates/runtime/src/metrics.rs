@@ -6,7 +6,7 @@
 //! the worker's block has a single writer, which bumps a counter with a plain load and store.
 //! Threads that are not workers (`block_on`, foreign threads) share one more block, with
 //! atomic adds. Live timers and cascades need no counters: the wheel's shards know them, and a
-//! snapshot reads each under its lock in turn (so a timer moving between shards meanwhile can
+//! read takes each shard's lock in turn (so a timer moving between shards meanwhile can
 //! be counted twice or not at all).
 
 use std::cell::RefCell;
@@ -16,6 +16,7 @@ use std::time::Duration;
 use crossbeam_utils::CachePadded;
 
 use crate::loom::{thread_local_const, Arc, AtomicU64, Ordering};
+use crate::runtime::Handle;
 
 /// Lateness buckets: `< 1 µs`, then `[2^(k-1), 2^k) µs` for `k` in `1..=22`, then `≥ 2^22 µs`
 /// (about 4.2 s).
@@ -173,7 +174,11 @@ pub(crate) struct Totals {
     pub(crate) lateness: [u64; LATENESS_BUCKETS],
 }
 
-/// A snapshot of a runtime's timer metrics; see [`Runtime::metrics`](crate::Runtime::metrics).
+/// A view of a runtime's metrics; see [`Runtime::metrics`](crate::Runtime::metrics).
+///
+/// Like tokio's, it is live: each method reads the runtime's state when it is called, so one
+/// `RuntimeMetrics` can be kept and read again as the runtime runs. It holds the runtime's
+/// [`Handle`] (a clone is as cheap), and can still be read after the runtime shut down.
 ///
 /// Counters count since the runtime started and only grow. A runtime built with
 /// [`Builder::metrics(false)`](crate::Builder::metrics) counts nothing: its counters and
@@ -186,8 +191,9 @@ pub(crate) struct Totals {
 /// use escapement::time::{sleep, Duration};
 ///
 /// let rt = escapement::Runtime::new().unwrap();
-/// rt.block_on(async { sleep(Duration::from_millis(2)).await });
 /// let metrics = rt.metrics();
+/// assert_eq!(metrics.timers_registered(), 0);
+/// rt.block_on(async { sleep(Duration::from_millis(2)).await });
 /// assert_eq!(metrics.timers_registered(), 1);
 /// assert_eq!(metrics.timers_fired(), 1);
 /// assert_eq!(metrics.live_timers(), 0);
@@ -195,46 +201,27 @@ pub(crate) struct Totals {
 /// ```
 #[derive(Clone)]
 pub struct RuntimeMetrics {
-    pub(crate) workers: usize,
-    pub(crate) alive_tasks: usize,
-    pub(crate) global_queue_depth: usize,
-    pub(crate) live_timers: usize,
-    pub(crate) cascades: u64,
-    pub(crate) totals: TotalsSnapshot,
-}
-
-#[derive(Clone)]
-pub(crate) struct TotalsSnapshot {
-    pub(crate) registered: u64,
-    pub(crate) fired: u64,
-    pub(crate) cancelled: u64,
-    pub(crate) resets: u64,
-    pub(crate) wakeups: u64,
-    pub(crate) lateness: [u64; LATENESS_BUCKETS],
-}
-
-impl From<Totals> for TotalsSnapshot {
-    fn from(t: Totals) -> TotalsSnapshot {
-        TotalsSnapshot {
-            registered: t.registered,
-            fired: t.fired,
-            cancelled: t.cancelled,
-            resets: t.resets,
-            wakeups: t.wakeups,
-            lateness: t.lateness,
-        }
-    }
+    handle: Handle,
 }
 
 impl RuntimeMetrics {
+    pub(crate) fn new(handle: Handle) -> RuntimeMetrics {
+        RuntimeMetrics { handle }
+    }
+
+    /// The timer counters, summed over every thread's block now.
+    fn totals(&self) -> Totals {
+        self.handle.driver().metrics().sum()
+    }
+
     /// Worker threads.
     pub fn workers(&self) -> usize {
-        self.workers
+        self.handle.shared.remotes.len()
     }
 
     /// Worker threads: [`workers`](Self::workers), under tokio's name.
     pub fn num_workers(&self) -> usize {
-        self.workers
+        self.workers()
     }
 
     /// Tasks spawned and not yet finished (completed, panicked or cancelled), as tokio counts
@@ -248,18 +235,18 @@ impl RuntimeMetrics {
     /// assert_eq!(rt.metrics().num_alive_tasks(), 1);
     /// ```
     pub fn num_alive_tasks(&self) -> usize {
-        self.alive_tasks
+        self.handle.shared.owned.len()
     }
 
     /// Tasks waiting in the runtime's global queue, where tasks spawned or woken from outside
     /// a worker go before a worker takes them.
     pub fn global_queue_depth(&self) -> usize {
-        self.global_queue_depth
+        self.handle.shared.injector.len()
     }
 
     /// Timers linked into the wheel now: registered, not yet fired or cancelled.
     pub fn live_timers(&self) -> usize {
-        self.live_timers
+        self.handle.driver().wheel_counts().0
     }
 
     /// Timers registered with the wheel: at their first poll, or when re-armed after firing.
@@ -267,58 +254,66 @@ impl RuntimeMetrics {
     /// registered timer ends fired or cancelled, so this is
     /// `timers_fired() + timers_cancelled() + live_timers()` once the runtime is quiet.
     pub fn timers_registered(&self) -> u64 {
-        self.totals.registered
+        self.totals().registered
     }
 
     /// Timers fired: by the driver at their tick, or at once by a reset of a registered timer
     /// to a deadline already past.
     pub fn timers_fired(&self) -> u64 {
-        self.totals.fired
+        self.totals().fired
     }
 
     /// Timers dropped while still in the wheel.
     pub fn timers_cancelled(&self) -> u64 {
-        self.totals.cancelled
+        self.totals().cancelled
     }
 
     /// Resets of registered timers (`Sleep::reset`, an `Interval`'s next tick).
     pub fn timer_resets(&self) -> u64 {
-        self.totals.resets
+        self.totals().resets
     }
 
     /// Times a slot of a higher wheel level was emptied into lower levels as time reached it.
     pub fn wheel_cascades(&self) -> u64 {
-        self.cascades
+        self.handle.driver().wheel_counts().1
     }
 
     /// Times worker 0 woke from parking on the timer driver.
     pub fn driver_wakeups(&self) -> u64 {
-        self.totals.wakeups
+        self.totals().wakeups
     }
 
     /// How late timers fired: the time the driver fired each timer minus its deadline rounded
-    /// up to the tick. Timers fired at once by a reset to a past deadline are not in it.
+    /// up to the tick. Timers fired at once by a reset to a past deadline are not in it. The
+    /// histogram is a copy, taken when this is called.
     pub fn lateness(&self) -> LatenessHistogram {
         LatenessHistogram {
-            buckets: self.totals.lateness,
+            buckets: self.totals().lateness,
         }
     }
 }
 
 impl fmt::Debug for RuntimeMetrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let totals = self.totals();
+        let (live_timers, cascades) = self.handle.driver().wheel_counts();
         f.debug_struct("RuntimeMetrics")
-            .field("workers", &self.workers)
-            .field("alive_tasks", &self.alive_tasks)
-            .field("global_queue_depth", &self.global_queue_depth)
-            .field("live_timers", &self.live_timers)
-            .field("timers_registered", &self.timers_registered())
-            .field("timers_fired", &self.timers_fired())
-            .field("timers_cancelled", &self.timers_cancelled())
-            .field("timer_resets", &self.timer_resets())
-            .field("wheel_cascades", &self.cascades)
-            .field("driver_wakeups", &self.driver_wakeups())
-            .field("lateness", &self.lateness())
+            .field("workers", &self.workers())
+            .field("alive_tasks", &self.num_alive_tasks())
+            .field("global_queue_depth", &self.global_queue_depth())
+            .field("live_timers", &live_timers)
+            .field("timers_registered", &totals.registered)
+            .field("timers_fired", &totals.fired)
+            .field("timers_cancelled", &totals.cancelled)
+            .field("timer_resets", &totals.resets)
+            .field("wheel_cascades", &cascades)
+            .field("driver_wakeups", &totals.wakeups)
+            .field(
+                "lateness",
+                &LatenessHistogram {
+                    buckets: totals.lateness,
+                },
+            )
             .finish()
     }
 }

@@ -1,7 +1,8 @@
 //! Names a port from tokio reaches for, at tokio's paths: the `runtime` module with
 //! `Runtime`, `Builder`, `Handle`, `RuntimeFlavor` and `RuntimeMetrics`; the flavor a handle
 //! reports; what a `TryCurrentError` says about why there was no runtime; and the task counts
-//! of `RuntimeMetrics` (`num_workers`, `num_alive_tasks`, `global_queue_depth`).
+//! of `RuntimeMetrics` (`num_workers`, `num_alive_tasks`, `global_queue_depth`), which, as
+//! tokio's, reads the runtime each time it is asked.
 
 mod support;
 
@@ -121,4 +122,35 @@ fn blocking_closures_are_not_alive_tasks() {
     assert_eq!(rt.metrics().num_alive_tasks(), 0);
     release.send(()).unwrap();
     rt.block_on(blocking).unwrap();
+}
+
+#[test]
+fn a_metrics_view_reads_the_runtime_when_asked() {
+    let rt = Builder::new().worker_threads(1).build().unwrap();
+    // Taken before anything ran, and kept: a polling loop ported from tokio ends.
+    let metrics = rt.metrics();
+    assert_eq!(metrics.num_alive_tasks(), 0);
+    let (release, held) = mpsc::channel::<()>();
+    let task = rt.spawn(async move { held.recv().unwrap() });
+    assert_eq!(
+        metrics.num_alive_tasks(),
+        1,
+        "the view sees the spawn after it"
+    );
+    release.send(()).unwrap();
+    wait_until("the task has left the count", || {
+        metrics.num_alive_tasks() == 0
+    });
+    rt.block_on(task).unwrap();
+
+    let registered = metrics.timers_registered();
+    rt.block_on(async { escapement::time::sleep(std::time::Duration::from_millis(1)).await });
+    assert_eq!(metrics.timers_registered(), registered + 1);
+    assert_eq!(metrics.live_timers(), 0);
+    drop(rt);
+    assert_eq!(
+        metrics.num_workers(),
+        1,
+        "readable after the runtime is gone"
+    );
 }

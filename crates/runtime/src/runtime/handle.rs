@@ -228,16 +228,12 @@ impl Handle {
         RuntimeFlavor::MultiThread
     }
 
-    /// A snapshot of the runtime's timer metrics; see [`RuntimeMetrics`].
+    /// A view of the runtime's metrics, read when its methods are called; see
+    /// [`RuntimeMetrics`].
     ///
     /// [`RuntimeMetrics`]: crate::RuntimeMetrics
     pub fn metrics(&self) -> crate::RuntimeMetrics {
-        let shared = &self.shared;
-        self.driver().metrics_snapshot(
-            shared.remotes.len(),
-            shared.owned.len(),
-            shared.injector.len(),
-        )
+        crate::RuntimeMetrics::new(self.clone())
     }
 
     pub(crate) fn driver(&self) -> &Driver {

@@ -104,7 +104,8 @@ impl Runtime {
         self.handle.spawn_blocking(f)
     }
 
-    /// A snapshot of the runtime's timer metrics; see [`RuntimeMetrics`].
+    /// A view of the runtime's metrics, read when its methods are called; see
+    /// [`RuntimeMetrics`].
     ///
     /// [`RuntimeMetrics`]: crate::RuntimeMetrics
     pub fn metrics(&self) -> crate::RuntimeMetrics {

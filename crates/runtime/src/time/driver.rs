@@ -88,7 +88,7 @@ use super::Instant;
 use crossbeam_utils::CachePadded;
 
 use crate::loom::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Ordering};
-use crate::metrics::{Metrics, RuntimeMetrics};
+use crate::metrics::Metrics;
 use crate::sync::AtomicWaker;
 
 use fire::WakeList;
@@ -292,29 +292,16 @@ impl Driver {
         &self.metrics
     }
 
-    /// A snapshot of the timer metrics.
-    /// The timer counts, beside the scheduler's (`workers`, `alive_tasks`,
-    /// `global_queue_depth`), which the caller passes in.
-    pub(crate) fn metrics_snapshot(
-        &self,
-        workers: usize,
-        alive_tasks: usize,
-        global_queue_depth: usize,
-    ) -> RuntimeMetrics {
+    /// The timers linked into the wheel and the cascades so far, over every shard, each read
+    /// under its shard's lock in turn.
+    pub(crate) fn wheel_counts(&self) -> (usize, u64) {
         let (mut live_timers, mut cascades) = (0, 0);
         for shard in self.shards.iter() {
             let inner = shard.inner.lock();
             live_timers += inner.wheel.len();
             cascades += inner.wheel.cascades();
         }
-        RuntimeMetrics {
-            workers,
-            alive_tasks,
-            global_queue_depth,
-            live_timers,
-            cascades,
-            totals: self.metrics.sum().into(),
-        }
+        (live_timers, cascades)
     }
 
     pub(crate) fn clock(&self) -> &Clock {
