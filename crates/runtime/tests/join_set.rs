@@ -1,10 +1,10 @@
 //! `task::JoinSet` and `task::AbortHandle`: outputs in the order tasks finish (also when they
 //! finished before the first join), an empty set answering `None` at once, aborting through the
 //! set or through a handle, dropping the set aborting what is left, `detach_all` letting tasks
-//! run on, `shutdown`, `join_all` and the panic it resumes, `try_join_next` (which keeps the
-//! wake-up a pending `poll_join_next` asked for), cancel safety of
-//! `join_next`, blocking tasks, spawning on a handle from outside, building a set from an
-//! iterator and extending it, and the joins that return each task's id beside its output.
+//! run on, `shutdown`, `join_all` and the panic it resumes or raises, `try_join_next` (which
+//! keeps the wake-up a pending `poll_join_next` asked for), cancel safety of `join_next`,
+//! blocking tasks, spawning on a handle from outside, building a set from an iterator and
+//! extending it, and the joins that return each task's id beside its output.
 
 mod support;
 
@@ -373,4 +373,26 @@ fn a_set_extends_with_more_futures() {
         assert_eq!(set.len(), 4);
         assert_eq!(set.join_all().await, [1, 2, 3, 4]);
     });
+}
+
+#[test]
+fn join_all_panics_with_the_error_of_a_cancelled_task() {
+    let rt = paused(1);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rt.block_on(async {
+            let mut set = JoinSet::new();
+            let aborted = set.spawn(std::future::pending::<()>());
+            let id = aborted.id();
+            aborted.abort();
+            (id, set.join_all().await)
+        })
+    }));
+    let payload = outcome.expect_err("join_all panics");
+    let message = payload
+        .downcast_ref::<String>()
+        .expect("a formatted message");
+    let id = message
+        .strip_prefix("task ")
+        .and_then(|rest| rest.strip_suffix(" was cancelled"));
+    assert!(id.is_some(), "the error's own words, as tokio's: {message}");
 }

@@ -2,7 +2,8 @@
 //! `AbortHandle` and `JoinError` report, in its future, in its future's destructor when it
 //! completes, panics or is cancelled, in the destructor of an output nobody reads, and in a
 //! blocking closure; the future `block_on` drives and threads outside the runtime have none;
-//! ids of live tasks differ, print as numbers, and key maps.
+//! ids of live tasks differ, print as numbers, and key maps; ids are one sequence for the
+//! process, so two runtimes and a `LocalSet` never give the same one.
 
 mod support;
 
@@ -161,4 +162,25 @@ fn ids_of_live_tasks_differ_and_print_as_numbers() {
             task.abort();
         }
     });
+}
+
+#[test]
+fn ids_differ_across_runtimes_and_local_sets() {
+    let first = running(1);
+    let second = running(1);
+    let local = task::LocalSet::new();
+    let mut ids = HashSet::new();
+    for _ in 0..10 {
+        assert!(ids.insert(first.spawn(async {}).id()));
+        assert!(ids.insert(second.spawn(async {}).id()));
+        assert!(ids.insert(second.spawn_blocking(|| {}).id()));
+        assert!(ids.insert(local.spawn_local(async {}).id()));
+    }
+    let from_inside = local.block_on(&first, async {
+        let spawned = escapement::spawn(async { task::id() }).await.unwrap();
+        let local = task::spawn_local(async { task::id() }).await.unwrap();
+        (spawned, local)
+    });
+    assert_ne!(from_inside.0, from_inside.1);
+    assert!(ids.insert(from_inside.0) && ids.insert(from_inside.1));
 }

@@ -78,7 +78,7 @@ impl JoinError {
         }
     }
 
-    /// The runtime's (or `LocalSet`'s) id of the task, unique among its tasks: the one
+    /// The task's id, unique among the process's tasks: the one
     /// [`JoinHandle::id`](crate::JoinHandle::id) gave.
     pub fn id(&self) -> Id {
         Id::new(self.id)
@@ -115,8 +115,14 @@ impl fmt::Display for JoinError {
 impl fmt::Debug for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.repr {
-            Repr::Cancelled => write!(f, "JoinError::Cancelled({})", self.id),
-            Repr::Panic { message, .. } => write!(f, "JoinError::Panic({}, {message:?})", self.id),
+            Repr::Cancelled => write!(f, "JoinError::Cancelled({:?})", self.id()),
+            Repr::Panic {
+                message: Some(message),
+                ..
+            } => write!(f, "JoinError::Panic({:?}, {message:?}, ...)", self.id()),
+            Repr::Panic { message: None, .. } => {
+                write!(f, "JoinError::Panic({:?}, ...)", self.id())
+            }
         }
     }
 }
@@ -125,6 +131,9 @@ impl std::error::Error for JoinError {}
 
 impl From<JoinError> for io::Error {
     fn from(error: JoinError) -> io::Error {
-        io::Error::other(error.to_string())
+        io::Error::other(match error.repr {
+            Repr::Cancelled => "task was cancelled",
+            Repr::Panic { .. } => "task panicked",
+        })
     }
 }

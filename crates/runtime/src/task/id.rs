@@ -1,8 +1,8 @@
 //! [`Id`]: a task's identity, and [`id`]/[`try_id`], which read the one of the task running
 //! on this thread.
 //!
-//! A runtime numbers its tasks from 1 as they are spawned (blocking closures included). The
-//! harness records the number in a thread-local around everything it runs of a task on the
+//! Tasks are numbered from 1 as they are spawned (blocking closures included), in one
+//! sequence for the whole process, runtimes and `LocalSet`s alike. The harness records the number in a thread-local around everything it runs of a task on the
 //! task's behalf: each poll, the drop of the future when it completes, panics or is
 //! cancelled, and the drop of an output nobody reads. The previous value comes back
 //! afterwards, on unwinding too. It is one store and one load of a thread-local per poll,
@@ -12,11 +12,11 @@ use std::cell::Cell;
 use std::fmt;
 use std::num::NonZeroU64;
 
-use crate::loom::thread_local_const;
+use crate::loom::{thread_local_const, Ordering, StaticAtomicU64};
 
-/// A task's id: unique among the tasks of its runtime (for a task of a
-/// [`LocalSet`](crate::task::LocalSet), among the tasks of its set), from the spawn until its
-/// handle (and every [`AbortHandle`](crate::task::AbortHandle)) is gone.
+/// A task's id: unique among every task of the process, whatever its runtime or
+/// [`LocalSet`](crate::task::LocalSet), as tokio's are (a `u64` that would take centuries to
+/// wrap).
 ///
 /// [`JoinHandle::id`](crate::JoinHandle::id), [`AbortHandle::id`](crate::task::AbortHandle::id)
 /// and [`JoinError::id`](crate::JoinError::id) give it from outside the task, [`id`] and
@@ -33,6 +33,16 @@ use crate::loom::thread_local_const;
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Id(NonZeroU64);
+
+/// The next id to give. One sequence for the process, so that the tasks of two runtimes, or
+/// of a runtime and a `LocalSet`, never share an id.
+static NEXT: StaticAtomicU64 = StaticAtomicU64::new(1);
+
+/// A fresh task id, never given before in this process.
+pub(crate) fn next_raw() -> u64 {
+    // Relaxed: ids need only be unique, which the atomic increment gives.
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
 
 impl Id {
     /// The id numbered `raw`.

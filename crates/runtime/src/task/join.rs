@@ -104,8 +104,7 @@ impl<T> JoinHandle<T> {
         header.state.load().is_complete()
     }
 
-    /// The task's id, as [`JoinError::id`] reports it: unique among the runtime's tasks (or
-    /// its `LocalSet`'s).
+    /// The task's id, as [`JoinError::id`] reports it: unique among the process's tasks.
     pub fn id(&self) -> Id {
         Id::new(self.header().id)
     }
@@ -165,7 +164,7 @@ impl<T> Drop for JoinHandle<T> {
 impl<T> fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JoinHandle")
-            .field("id", &self.header().id)
+            .field("id", &self.id())
             .field("finished", &self.is_finished())
             .finish()
     }

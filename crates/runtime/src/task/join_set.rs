@@ -315,7 +315,7 @@ impl<T: Send + 'static> JoinSet<T> {
             match result {
                 Ok(output) => outputs.push(output),
                 Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-                Err(error) => panic!("a task of the JoinSet failed: {error}"),
+                Err(error) => panic!("{error}"),
             }
         }
         outputs

@@ -36,13 +36,11 @@ use std::future::Future;
 use slab::Slab;
 
 use super::{Notified, Schedule, Task};
-use crate::loom::{AtomicU64, Mutex, Ordering};
+use crate::loom::Mutex;
 use crate::JoinHandle;
 
 pub(crate) struct OwnedTasks<S: 'static> {
     shards: Box<[Mutex<Shard<S>>]>,
-    /// The next task id.
-    next_id: AtomicU64,
 }
 
 /// Completed tasks a shard gathers before taking them out of its slab together.
@@ -87,14 +85,7 @@ impl<S: Schedule> OwnedTasks<S> {
                     })
                 })
                 .collect(),
-            next_id: AtomicU64::new(1),
         }
-    }
-
-    /// A fresh task id.
-    pub(crate) fn next_id(&self) -> u64 {
-        // Relaxed: ids need only be unique, which the atomic increment gives.
-        self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
     /// The tasks in the list that have not completed, counted shard by shard (each under
@@ -124,7 +115,7 @@ impl<S: Schedule> OwnedTasks<S> {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let id = self.next_id();
+        let id = super::id::next_raw();
         let (task, notified, join) = super::new(future, scheduler, id);
         let mut shard = self.shard(id).lock();
         if shard.closed {

@@ -32,8 +32,8 @@
 //! Once the set is dropped its queue is closed, and a task scheduled then is dropped instead:
 //! its future is already gone.
 //!
-//! Ids of local tasks are unique among the tasks of their set. Local tasks are not counted
-//! in the runtime's metrics.
+//! Local tasks take their ids from the process's one sequence, as every task does. They are
+//! not counted in the runtime's metrics.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
