@@ -3,6 +3,8 @@
 //! `block_on` too; and not inside `task::unconstrained` or a `spawn_blocking` closure. A
 //! `JoinSet` spends it once per output and still hands out every one. A `select!` yields once
 //! it is spent, even with a branch that is always ready and knows nothing of it.
+//! `task::coop::consume_budget` spends it as a ready sleep does, and `has_budget_remaining`
+//! tells when it is spent.
 
 mod support;
 
@@ -13,6 +15,7 @@ use std::sync::{mpsc, Arc};
 use std::task::Poll;
 use std::time::Duration;
 
+use escapement::task::coop::{consume_budget, has_budget_remaining};
 use escapement::task::{unconstrained, yield_now, JoinSet};
 use escapement::time::{sleep, timeout};
 
@@ -259,4 +262,56 @@ fn a_blocking_closure_has_no_budget() {
         Ok(1),
         "the closure's executor ran its future in one poll"
     );
+}
+
+/// A thousand units of budget spent through `coop::consume_budget`.
+async fn consume_a_thousand_units() {
+    for _ in 0..1000 {
+        consume_budget().await;
+    }
+}
+
+#[test]
+fn consume_budget_spends_a_unit_and_yields_once_the_budget_is_spent() {
+    let rt = running(1);
+    let polls = rt
+        .block_on(rt.spawn(polls_to_finish(consume_a_thousand_units())))
+        .unwrap();
+    assert_eq!(polls, 8, "7 × 128 + 104 units");
+    let polls = rt
+        .block_on(rt.spawn(polls_to_finish(unconstrained(consume_a_thousand_units()))))
+        .unwrap();
+    assert_eq!(polls, 1, "nothing to spend inside unconstrained");
+    assert!(both_finish_on_one_worker(|flag| async move {
+        while !flag.load(Ordering::SeqCst) {
+            consume_budget().await;
+        }
+    }));
+}
+
+#[test]
+fn has_budget_remaining_turns_false_when_the_budget_is_spent() {
+    let rt = running(1);
+    let (before, after, spent) = rt
+        .block_on(rt.spawn(async {
+            let before = has_budget_remaining();
+            let mut spent = 0;
+            for _ in 0..128 {
+                sleep(Duration::ZERO).await;
+                spent += 1;
+            }
+            (before, has_budget_remaining(), spent)
+        }))
+        .unwrap();
+    assert!(before && !after, "128 ready sleeps spend the budget");
+    assert_eq!(spent, 128);
+    assert!(
+        has_budget_remaining(),
+        "outside a task there is no budget to spend"
+    );
+    let unlimited = rt.block_on(unconstrained(async {
+        consume_a_thousand_units().await;
+        has_budget_remaining()
+    }));
+    assert!(unlimited);
 }

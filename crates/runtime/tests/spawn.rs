@@ -356,4 +356,10 @@ fn a_current_thread_builder_gives_one_worker_and_names_the_runtime() {
     assert_eq!(rt.handle().name(), Some("one"));
     assert!(format!("{:?}", rt.handle()).contains("\"one\""));
     assert_eq!(rt.block_on(rt.spawn(async { 5 })).expect("completes"), 5);
+    // As tokio's, a current-thread builder keeps its one worker.
+    let rt = escapement::Builder::new_current_thread()
+        .worker_threads(4)
+        .build()
+        .expect("a runtime");
+    assert_eq!(rt.metrics().workers(), 1);
 }

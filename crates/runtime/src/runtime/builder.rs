@@ -41,6 +41,8 @@ const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(10);
 /// ```
 pub struct Builder {
     worker_threads: Option<usize>,
+    /// Made by [`Builder::new_current_thread`]: one worker, whatever `worker_threads` says.
+    current_thread: bool,
     /// `None`: `escapement-worker-N` and `escapement-blocking`.
     thread_name: Option<String>,
     /// The runtime's own name, which [`Handle::name`] returns.
@@ -60,6 +62,7 @@ impl Builder {
     pub fn new() -> Builder {
         Builder {
             worker_threads: None,
+            current_thread: false,
             thread_name: None,
             name: None,
             start_paused: false,
@@ -79,12 +82,13 @@ impl Builder {
 
     /// A builder for one worker thread, which is what tokio's `current_thread` flavor comes
     /// to here: escapement's runtime is always multi-threaded, so the tasks run on that worker
-    /// thread, not on the thread in [`block_on`](Runtime::block_on), and a later
-    /// [`worker_threads`](Builder::worker_threads) still applies. Named as tokio's, so that a
-    /// builder chain ports by changing the import.
+    /// thread, not on the thread in [`block_on`](Runtime::block_on). As with tokio's, a later
+    /// [`worker_threads`](Builder::worker_threads) does not change the count (it still panics
+    /// for zero). Named as tokio's, so that a builder chain ports by changing the import.
     pub fn new_current_thread() -> Builder {
         let mut builder = Builder::new();
         builder.worker_threads(1);
+        builder.current_thread = true;
         builder
     }
 
@@ -99,7 +103,8 @@ impl Builder {
         self
     }
 
-    /// The number of worker threads. Worker 0 also drives the timers.
+    /// The number of worker threads. Worker 0 also drives the timers. A builder made by
+    /// [`new_current_thread`](Builder::new_current_thread) keeps its one worker, as tokio's.
     ///
     /// # Panics
     ///
@@ -107,7 +112,9 @@ impl Builder {
     #[track_caller]
     pub fn worker_threads(&mut self, count: usize) -> &mut Builder {
         assert!(count > 0, "a runtime needs at least one worker thread");
-        self.worker_threads = Some(count);
+        if !self.current_thread {
+            self.worker_threads = Some(count);
+        }
         self
     }
 
@@ -383,6 +390,7 @@ impl fmt::Debug for Builder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Builder")
             .field("worker_threads", &self.worker_threads)
+            .field("current_thread", &self.current_thread)
             .field("thread_name", &self.thread_name)
             .field("name", &self.name)
             .field("start_paused", &self.start_paused)

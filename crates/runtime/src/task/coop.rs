@@ -31,6 +31,9 @@
 //! The cost is a thread-local read on each poll of these futures, a write when they are
 //! ready, and a write and a restore around each task poll; the state is per thread, so no
 //! other thread is involved.
+//!
+//! The module is public under tokio's name, `task::coop`: [`consume_budget`] and
+//! [`has_budget_remaining`] let code of its own take part, and [`unconstrained`] opts out.
 
 use std::cell::Cell;
 use std::fmt;
@@ -96,10 +99,52 @@ pub(crate) fn made_progress() {
     });
 }
 
-/// Whether any budget is left (always, where there is none to spend).
+/// Whether the running task has budget left: `false` once the runtime's futures it polls
+/// would make it yield. Always `true` outside a task's poll and inside [`unconstrained`],
+/// where there is no budget.
+///
+/// # Examples
+///
+/// ```
+/// use escapement::task::coop::{consume_budget, has_budget_remaining};
+///
+/// # escapement::Runtime::new().unwrap().block_on(async {
+/// let task = escapement::spawn(async {
+///     let mut spent = 0;
+///     while has_budget_remaining() {
+///         consume_budget().await;
+///         spent += 1;
+///     }
+///     spent
+/// });
+/// assert_eq!(task.await.unwrap(), 128);
+/// # });
+/// ```
 #[inline]
-pub(crate) fn has_budget_remaining() -> bool {
+pub fn has_budget_remaining() -> bool {
     left() != 0
+}
+
+/// Spends one unit of the running task's budget, as a runtime future that is ready does;
+/// with none left, yields first (the task is woken at once and runs again after the others,
+/// with a fresh budget). For a loop of work of its own that never awaits anything the
+/// runtime knows, so that it still lets the worker's other tasks run now and then.
+///
+/// Outside a task's poll and inside [`unconstrained`] it is ready at once, and spends
+/// nothing.
+///
+/// # Cancel safety
+///
+/// Dropped while it waits, it has spent nothing.
+pub async fn consume_budget() {
+    std::future::poll_fn(|cx| {
+        if poll_proceed(cx).is_pending() {
+            return Poll::Pending;
+        }
+        made_progress();
+        Poll::Ready(())
+    })
+    .await;
 }
 
 /// Runs `future` outside the cooperative budget: the runtime's futures it polls never make
@@ -108,8 +153,9 @@ pub(crate) fn has_budget_remaining() -> bool {
 /// A task normally gets a budget of 128 ready polls of the runtime's futures (`Sleep`,
 /// `Interval`, `Timeout`, `JoinHandle`, `JoinSet::join_next`) per poll, after which they
 /// return `Pending` once and wake it, so a loop over futures that are always ready still lets
-/// the worker's other tasks run. Inside `unconstrained` such a loop keeps its worker until something is really
-/// pending; use it only for a loop that must not be interrupted, and that is known to end.
+/// the worker's other tasks run. Inside `unconstrained` such a loop keeps its worker until
+/// something is really pending; use it only for a loop that must not be interrupted, and that
+/// is known to end.
 ///
 /// # Examples
 ///

@@ -7,7 +7,7 @@
 mod abort;
 mod block_in_place;
 mod blocking;
-pub(crate) mod coop;
+pub mod coop;
 mod error;
 mod harness;
 mod id;
