@@ -7,8 +7,8 @@
 //! as in tokio:
 //!
 //! - Each poll of a task (by a worker, and each poll of `block_on`'s future) starts with a
-//!   budget of [`BUDGET`] units, in a thread-local; the previous value comes back after it,
-//!   so a nested `block_on` on a blocking thread keeps its own.
+//!   budget of 128 units (tokio's figure), in a thread-local; the previous value comes back
+//!   after it, so a nested `block_on` on a blocking thread keeps its own.
 //! - The runtime's futures that can be ready again and again (`Sleep`, and through it
 //!   `Interval`; `Timeout`'s deadline; `JoinHandle`) first look at the budget. With none
 //!   left they wake their task and return `Pending`, so the task goes to the back of its
