@@ -60,7 +60,7 @@ where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
-    let id = super::id::next_raw();
+    let id = handle.shared.owned.next_id();
     let scheduler = BlockingSchedule { handle };
     // Busy from now until `f` returns, so a paused clock waits for it.
     scheduler.handle.driver().activate();
@@ -145,7 +145,7 @@ mod tests {
             .build()
             .expect("a runtime");
         let handle = rt.handle().clone();
-        let id = crate::task::id::next_raw();
+        let id = handle.shared.owned.next_id();
         let scheduler = BlockingSchedule {
             handle: handle.clone(),
         };

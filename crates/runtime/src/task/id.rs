@@ -12,7 +12,9 @@ use std::cell::Cell;
 use std::fmt;
 use std::num::NonZeroU64;
 
-use crate::loom::{thread_local_const, Ordering, StaticAtomicU64};
+#[cfg(not(loom))]
+use crate::loom::StaticAtomicU64;
+use crate::loom::{thread_local_const, Ordering};
 
 /// A task's id: unique among every task of the process, whatever its runtime or
 /// [`LocalSet`](crate::task::LocalSet), as tokio's are (a `u64` that would take centuries to
@@ -36,12 +38,28 @@ pub struct Id(NonZeroU64);
 
 /// The next id to give. One sequence for the process, so that the tasks of two runtimes, or
 /// of a runtime and a `LocalSet`, never share an id.
+#[cfg(not(loom))]
 static NEXT: StaticAtomicU64 = StaticAtomicU64::new(1);
 
-/// A fresh task id, never given before in this process.
-pub(crate) fn next_raw() -> u64 {
-    // Relaxed: ids need only be unique, which the atomic increment gives.
-    NEXT.fetch_add(1, Ordering::Relaxed)
+/// Where a task list takes its tasks' ids from: the process's one sequence. Under loom, a
+/// counter of the list's own instead, from 1: a list picks a task's shard by its id, and a
+/// model must see the same ids in every execution it explores, which a `static` that lives
+/// on from one execution to the next would not give.
+#[derive(Default)]
+pub(crate) struct IdSource {
+    #[cfg(loom)]
+    next: crate::loom::AtomicU64,
+}
+
+impl IdSource {
+    /// A fresh task id, never given before in this process (under loom, by this source).
+    pub(crate) fn next(&self) -> u64 {
+        // Relaxed: ids need only be unique, which the atomic increment gives.
+        #[cfg(not(loom))]
+        return NEXT.fetch_add(1, Ordering::Relaxed);
+        #[cfg(loom)]
+        return self.next.fetch_add(1, Ordering::Relaxed) + 1;
+    }
 }
 
 impl Id {

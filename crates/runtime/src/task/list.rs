@@ -35,12 +35,15 @@ use std::future::Future;
 
 use slab::Slab;
 
+use super::id::IdSource;
 use super::{Notified, Schedule, Task};
 use crate::loom::Mutex;
 use crate::JoinHandle;
 
 pub(crate) struct OwnedTasks<S: 'static> {
     shards: Box<[Mutex<Shard<S>>]>,
+    /// Where the tasks' ids come from.
+    ids: IdSource,
 }
 
 /// Completed tasks a shard gathers before taking them out of its slab together.
@@ -85,7 +88,13 @@ impl<S: Schedule> OwnedTasks<S> {
                     })
                 })
                 .collect(),
+            ids: IdSource::default(),
         }
+    }
+
+    /// A fresh task id.
+    pub(crate) fn next_id(&self) -> u64 {
+        self.ids.next()
     }
 
     /// The tasks in the list that have not completed, counted shard by shard (each under
@@ -115,7 +124,7 @@ impl<S: Schedule> OwnedTasks<S> {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let id = super::id::next_raw();
+        let id = self.next_id();
         let (task, notified, join) = super::new(future, scheduler, id);
         let mut shard = self.shard(id).lock();
         if shard.closed {
