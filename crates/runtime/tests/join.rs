@@ -15,7 +15,7 @@ use std::task::{Context, Poll};
 
 use escapement::time::{sleep, Duration, Instant};
 
-use support::{paused, DropCounter};
+use support::{paused, DropCounter, Named};
 
 #[test]
 fn join_runs_its_futures_concurrently() {
@@ -228,15 +228,6 @@ fn user_variables_named_like_the_expansions_own_are_untouched() {
         );
         assert_eq!(sums, (3, 7, 18));
     });
-}
-
-/// Pushes its name to a shared log when dropped.
-struct Named<'a>(&'static str, &'a RefCell<Vec<&'static str>>);
-
-impl Drop for Named<'_> {
-    fn drop(&mut self) {
-        self.1.borrow_mut().push(self.0);
-    }
 }
 
 #[test]

@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 
 use escapement::time::{sleep, Duration, Instant};
 
-use support::{paused, DropCounter};
+use support::{paused, DropCounter, Named};
 
 #[test]
 fn the_first_to_finish_wins_and_the_others_drop() {
@@ -276,15 +276,6 @@ fn a_top_level_reference_pattern_binds_through_the_output() {
         };
         assert_eq!(picked, "five");
     });
-}
-
-/// Pushes its name to a shared log when dropped.
-struct Named<'a>(&'static str, &'a RefCell<Vec<&'static str>>);
-
-impl Drop for Named<'_> {
-    fn drop(&mut self) {
-        self.1.borrow_mut().push(self.0);
-    }
 }
 
 #[test]

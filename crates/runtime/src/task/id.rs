@@ -51,14 +51,18 @@ pub(crate) struct IdSource {
     next: crate::loom::AtomicU64,
 }
 
+// Relaxed, in both: ids need only be unique, which the atomic increment gives.
 impl IdSource {
-    /// A fresh task id, never given before in this process (under loom, by this source).
+    /// A fresh task id, never given before in this process.
+    #[cfg(not(loom))]
     pub(crate) fn next(&self) -> u64 {
-        // Relaxed: ids need only be unique, which the atomic increment gives.
-        #[cfg(not(loom))]
-        return NEXT.fetch_add(1, Ordering::Relaxed);
-        #[cfg(loom)]
-        return self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A fresh task id, never given before by this source.
+    #[cfg(loom)]
+    pub(crate) fn next(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed) + 1
     }
 }
 

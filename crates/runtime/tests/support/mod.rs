@@ -1,6 +1,6 @@
 //! Helpers shared by the runtime's integration tests: runtimes on the paused and the real
-//! clock, a waker that counts its wakes, polling a future once by hand, a value that counts
-//! its drops, real-time waits and watchdogs whose bounds only catch hangs, and the latest
+//! clock, a waker that counts its wakes, polling a future once by hand, values that count
+//! their drops or log them by name, real-time waits and watchdogs whose bounds only catch hangs, and the latest
 //! representable `Instant`.
 //!
 //! Each test file includes it with `mod support;` and imports what it needs.
@@ -10,6 +10,7 @@
     reason = "each test crate compiles this module and uses only some of its helpers"
 )]
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
@@ -77,6 +78,18 @@ pub(crate) struct DropCounter(pub(crate) Arc<AtomicUsize>);
 impl Drop for DropCounter {
     fn drop(&mut self) {
         self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Pushes its name to a shared log when dropped, so a test can check the order of drops.
+pub(crate) struct Named<'a>(
+    pub(crate) &'static str,
+    pub(crate) &'a RefCell<Vec<&'static str>>,
+);
+
+impl Drop for Named<'_> {
+    fn drop(&mut self) {
+        self.1.borrow_mut().push(self.0);
     }
 }
 
