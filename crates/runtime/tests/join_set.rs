@@ -4,14 +4,16 @@
 //! run on, `shutdown`, `join_all` and the panic it resumes or raises, `try_join_next` (which
 //! keeps the wake-up a pending `poll_join_next` asked for), cancel safety of `join_next`,
 //! blocking tasks, spawning on a handle from outside, building a set from an iterator and
-//! extending it, and the joins that return each task's id beside its output.
+//! extending it, the joins that return each task's id beside its output, and local tasks
+//! whose outputs are not `Send`.
 
 mod support;
 
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use escapement::task::{AbortHandle, JoinSet};
+use escapement::task::{AbortHandle, JoinSet, LocalSet};
 use escapement::time::{sleep, timeout, Duration};
 
 use support::{paused, running, wait_until, DropCounter};
@@ -395,4 +397,35 @@ fn join_all_panics_with_the_error_of_a_cancelled_task() {
         .strip_prefix("task ")
         .and_then(|rest| rest.strip_suffix(" was cancelled"));
     assert!(id.is_some(), "the error's own words, as tokio's: {message}");
+}
+
+#[test]
+fn local_tasks_join_a_set_with_outputs_that_are_not_send() {
+    let rt = paused(1);
+    let local = LocalSet::new();
+    let mut set = JoinSet::new();
+    // Spawned onto the set from outside it: they run once it is driven.
+    for (ms, value) in [(20, 2), (10, 1)] {
+        set.spawn_local_on(async move { Rc::new(after(ms, value).await) }, &local);
+    }
+    let finished = local.block_on(&rt, async move {
+        // And from inside it.
+        set.spawn_local(async { Rc::new(after(30, 3).await) });
+        let pending = set.spawn_local(async { Rc::new(after(1_000, 4).await) });
+        let mut finished = Vec::new();
+        while finished.len() < 3 {
+            finished.push(*set.join_next().await.unwrap().unwrap());
+        }
+        // Dropping the set aborts the local task left in it.
+        drop(set);
+        for _ in 0..10 {
+            if pending.is_finished() {
+                break;
+            }
+            escapement::task::yield_now().await;
+        }
+        assert!(pending.is_finished(), "the set's drop aborted it");
+        finished
+    });
+    assert_eq!(finished, [1, 2, 3]);
 }

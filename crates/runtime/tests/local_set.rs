@@ -8,7 +8,8 @@
 //! the set in a thread-local; a waker that outlives the set does nothing, and a guard that
 //! outlives it spawns tasks that are cancelled at once; a task that aborts itself is
 //! cancelled; driving a set from inside its own task panics there; `spawn_local` outside a
-//! set panics.
+//! set panics; an output that is not `Send` comes back through the join handle, or is dropped
+//! on the set's thread when nobody reads it.
 
 mod support;
 
@@ -201,6 +202,75 @@ fn enter_lets_spawn_local_work_outside_the_sets_polls() {
     assert!(local.block_on(&rt, task).unwrap());
     // The guard is gone: outside the set again.
     assert!(std::panic::catch_unwind(|| task::spawn_local(async {})).is_err());
+}
+
+/// An output that is not `Send` (it holds an `Rc`) and records the thread it is dropped on.
+struct LocalOutput {
+    _drops_on: DropsOn,
+    rc: Rc<()>,
+}
+
+#[test]
+fn a_local_tasks_output_need_not_be_send_and_is_dropped_on_the_sets_thread() {
+    within(HANG, || {
+        let rt = running(2);
+        let local = LocalSet::new();
+        let here = thread::current().id();
+        let read = Arc::new(Mutex::new(None));
+        let unread_after = Arc::new(Mutex::new(None));
+        let unread_before = Arc::new(Mutex::new(None));
+        local.block_on(&rt, async {
+            // Read through the join handle; the task completes after a worker wakes it.
+            let task = task::spawn_local({
+                let read = read.clone();
+                async move {
+                    escapement::spawn(task::yield_now()).await.unwrap();
+                    LocalOutput {
+                        _drops_on: DropsOn(read),
+                        rc: Rc::new(()),
+                    }
+                }
+            });
+            let output = task.await.unwrap();
+            assert_eq!(Rc::strong_count(&output.rc), 1);
+            drop(output);
+            // Completed, then its handle dropped unread: the handle drops the output.
+            let task = task::spawn_local({
+                let unread_after = unread_after.clone();
+                async move {
+                    LocalOutput {
+                        _drops_on: DropsOn(unread_after),
+                        rc: Rc::new(()),
+                    }
+                }
+            });
+            while !task.is_finished() {
+                task::yield_now().await;
+            }
+            drop(task);
+            // The handle dropped before the task completes: the task drops its output.
+            drop(task::spawn_local({
+                let unread_before = unread_before.clone();
+                async move {
+                    escapement::spawn(task::yield_now()).await.unwrap();
+                    LocalOutput {
+                        _drops_on: DropsOn(unread_before),
+                        rc: Rc::new(()),
+                    }
+                }
+            }));
+            while unread_before.lock().unwrap().is_none() {
+                task::yield_now().await;
+            }
+        });
+        for (what, dropped_on) in [
+            ("read", read),
+            ("completed, then unread", unread_after),
+            ("unread before completing", unread_before),
+        ] {
+            assert_eq!(*dropped_on.lock().unwrap(), Some(here), "{what}");
+        }
+    });
 }
 
 #[test]

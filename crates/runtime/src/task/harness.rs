@@ -23,7 +23,7 @@ pub(crate) struct Harness<F: Future, S> {
 impl<F, S> Harness<F, S>
 where
     F: Future + Send + 'static,
-    F::Output: Send + 'static,
+    F::Output: 'static,
     S: Schedule,
 {
     pub(crate) const VTABLE: Vtable = Vtable {

@@ -15,7 +15,7 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use slab::Slab;
 
-use super::{coop, AbortHandle, Id, JoinError, JoinHandle};
+use super::{coop, AbortHandle, Id, JoinError, JoinHandle, LocalSet};
 use crate::loom::{Mutex, WakeArc};
 use crate::runtime::Handle;
 use crate::sync::AtomicWaker;
@@ -60,8 +60,8 @@ struct Entry<T> {
     waker: Waker,
 }
 
-/// A set of tasks spawned on a runtime, whose outputs come back in the order the tasks
-/// finish.
+/// A set of tasks spawned on a runtime (or on a [`LocalSet`]), whose outputs come back in the
+/// order the tasks finish.
 ///
 /// All tasks of a set return the same type `T`. Dropping the set aborts every task still in
 /// it; [`detach_all`](JoinSet::detach_all) lets them run on instead.
@@ -124,7 +124,7 @@ impl<T> JoinSet<T> {
     }
 }
 
-impl<T: Send + 'static> JoinSet<T> {
+impl<T: 'static> JoinSet<T> {
     /// Spawns `future` on the current runtime, as [`spawn`](crate::spawn) does, and adds it
     /// to the set. The returned handle cancels it, and may be dropped.
     ///
@@ -135,6 +135,7 @@ impl<T: Send + 'static> JoinSet<T> {
     pub fn spawn<F>(&mut self, future: F) -> AbortHandle
     where
         F: Future<Output = T> + Send + 'static,
+        T: Send,
     {
         self.insert(crate::spawn(future))
     }
@@ -143,6 +144,7 @@ impl<T: Send + 'static> JoinSet<T> {
     pub fn spawn_on<F>(&mut self, future: F, handle: &Handle) -> AbortHandle
     where
         F: Future<Output = T> + Send + 'static,
+        T: Send,
     {
         self.insert(handle.spawn(future))
     }
@@ -158,6 +160,7 @@ impl<T: Send + 'static> JoinSet<T> {
     pub fn spawn_blocking<F>(&mut self, f: F) -> AbortHandle
     where
         F: FnOnce() -> T + Send + 'static,
+        T: Send,
     {
         self.insert(crate::task::spawn_blocking(f))
     }
@@ -171,8 +174,54 @@ impl<T: Send + 'static> JoinSet<T> {
     pub fn spawn_blocking_on<F>(&mut self, f: F, handle: &Handle) -> AbortHandle
     where
         F: FnOnce() -> T + Send + 'static,
+        T: Send,
     {
         self.insert(handle.spawn_blocking(f))
+    }
+
+    /// Spawns `future` onto the [`LocalSet`] the caller runs in, as
+    /// [`spawn_local`](crate::task::spawn_local) does, and adds it to the set. Neither the
+    /// future nor `T` need be `Send`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::rc::Rc;
+    ///
+    /// use escapement::task::{JoinSet, LocalSet};
+    ///
+    /// let rt = escapement::Runtime::new().unwrap();
+    /// LocalSet::new().block_on(&rt, async {
+    ///     let mut set = JoinSet::new();
+    ///     for i in 0..3 {
+    ///         set.spawn_local(async move { Rc::new(i) });
+    ///     }
+    ///     let mut total = 0;
+    ///     while let Some(result) = set.join_next().await {
+    ///         total += *result.unwrap();
+    ///     }
+    ///     assert_eq!(total, 3);
+    /// });
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If called outside a `LocalSet`, as [`spawn_local`](crate::task::spawn_local).
+    #[track_caller]
+    pub fn spawn_local<F>(&mut self, future: F) -> AbortHandle
+    where
+        F: Future<Output = T> + 'static,
+    {
+        self.insert(crate::task::spawn_local(future))
+    }
+
+    /// Spawns `future` onto `local_set` and adds it to the set; it runs when `local_set` is
+    /// next driven.
+    pub fn spawn_local_on<F>(&mut self, future: F, local_set: &LocalSet) -> AbortHandle
+    where
+        F: Future<Output = T> + 'static,
+    {
+        self.insert(local_set.spawn_local(future))
     }
 
     fn insert(&mut self, handle: JoinHandle<T>) -> AbortHandle {

@@ -122,7 +122,7 @@ impl<S: Schedule> OwnedTasks<S> {
     ) -> (JoinHandle<F::Output>, Option<Notified<S>>)
     where
         F: Future + Send + 'static,
-        F::Output: Send + 'static,
+        F::Output: 'static,
     {
         let id = self.next_id();
         let (task, notified, join) = super::new(future, scheduler, id);

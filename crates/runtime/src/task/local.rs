@@ -23,8 +23,10 @@
 //!
 //! The list holds a reference to each task until its future is gone (completion,
 //! cancellation or shutdown), so the last reference, which may drop on any thread (a waker,
-//! the join handle), never frees a cell that still holds a future. The output can be read
-//! or dropped by the join handle on any thread, so it must be `Send`.
+//! the join handle), never frees a cell that still holds a future. The output need not be
+//! `Send`: it is dropped by the owner when the task completes without a join handle, or read
+//! or dropped by the join handle, which stays on the owner's thread unless the output is
+//! `Send` (`JoinHandle<T>` is `Send` only for `T: Send`).
 //!
 //! A waker may fire on any thread: it pushes the task onto the queue under the queue's lock
 //! and wakes the waker that last drove the set (an [`AtomicWaker`]). The driver registers
@@ -188,8 +190,8 @@ impl<F: Future> Future for LocalFuture<F> {
 
 /// Spawns a task that need not be `Send` onto the [`LocalSet`] the caller runs in.
 ///
-/// The task runs when the set is next driven, on the set's thread. Its output must be
-/// `Send`, as its join handle may be awaited on any thread.
+/// The task runs when the set is next driven, on the set's thread. Neither it nor its output
+/// need be `Send`; the join handle is `Send` when the output is.
 ///
 /// # Examples
 ///
@@ -215,6 +217,16 @@ impl<F: Future> Future for LocalFuture<F> {
 /// });
 /// ```
 ///
+/// The join handle of an output that is not `Send` stays on the set's thread:
+///
+/// ```compile_fail
+/// fn is_send<T: Send>(_: T) {}
+/// let rt = escapement::Runtime::new().unwrap();
+/// escapement::task::LocalSet::new().block_on(&rt, async {
+///     is_send(escapement::task::spawn_local(async { std::rc::Rc::new(1) }));
+/// });
+/// ```
+///
 /// # Panics
 ///
 /// If called outside a `LocalSet`: outside its tasks, the futures given to
@@ -224,7 +236,7 @@ impl<F: Future> Future for LocalFuture<F> {
 pub fn spawn_local<F>(future: F) -> JoinHandle<F::Output>
 where
     F: Future + 'static,
-    F::Output: Send + 'static,
+    F::Output: 'static,
 {
     let current = CURRENT
         .try_with(|current| current.borrow().clone())
@@ -240,7 +252,7 @@ where
 fn spawn_onto<F>(shared: &Arc<Shared>, future: F) -> JoinHandle<F::Output>
 where
     F: Future + 'static,
-    F::Output: Send + 'static,
+    F::Output: 'static,
 {
     let scheduler = Scheduler(shared.clone());
     let (join, notified) = shared.owned.bind(LocalFuture { future }, scheduler.clone());
@@ -273,7 +285,7 @@ impl LocalSet {
     pub fn spawn_local<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + 'static,
-        F::Output: Send + 'static,
+        F::Output: 'static,
     {
         spawn_onto(&self.shared, future)
     }

@@ -69,7 +69,9 @@ pub(crate) struct Task<S: 'static> {
 }
 
 // SAFETY: a task reference is a pointer to shared task state behind atomics and the
-// protocols of `state.rs`; futures and outputs in it are `Send`.
+// protocols of `state.rs`. Futures in it are `Send`, or polled and dropped on one thread only
+// (a local task's); moving a reference never touches the output (`raw.rs`, "Who may touch
+// what").
 unsafe impl<S> Send for Task<S> {}
 // SAFETY: as above; `&Task` only reads the header.
 unsafe impl<S> Sync for Task<S> {}
@@ -173,7 +175,7 @@ pub(crate) fn new<F, S>(
 ) -> (Task<S>, Notified<S>, JoinHandle<F::Output>)
 where
     F: Future + Send + 'static,
-    F::Output: Send + 'static,
+    F::Output: 'static,
     S: Schedule,
 {
     let header = Cell::allocate(future, scheduler, id);

@@ -9,7 +9,11 @@
 //!
 //! - `stage` (the future, then the output): the thread that set `RUNNING`; after `COMPLETE`,
 //!   the `JoinHandle` (or, if it is gone, the completing thread); at deallocation, the thread
-//!   that dropped the last reference.
+//!   that dropped the last reference, which finds at most a `JoinError` there: the output, if
+//!   any, is dropped by the handle or the completing thread before they release their
+//!   references. So an output is only ever touched by the thread that ran the task and the
+//!   handle's, and needs to be `Send` only where the handle does (`JoinHandle<T>` is `Send`
+//!   only for `T: Send`); a local task's output need not be.
 //! - `join_waker`: as the state word's design note says (the `JOIN_WAKER` bit).
 //! - `owned_key`: whoever holds the lock of the owned-list shard the task belongs to.
 //!
@@ -71,7 +75,7 @@ pub(crate) struct Cell<F: Future, S> {
 impl<F, S> Cell<F, S>
 where
     F: Future + Send + 'static,
-    F::Output: Send + 'static,
+    F::Output: 'static,
     S: Schedule,
 {
     /// Allocates a task in its initial state (three references, notified).
