@@ -61,9 +61,8 @@ macro_rules! __task_local_thread_local {
 
 #[cfg(not(loom))]
 mod imp {
-    /// std's atomic for a counter in a `static`: the process-wide task id counter, whose
-    /// increments order nothing. Loom builds have none: a loom atomic cannot be a `static`,
-    /// and their task lists count ids of their own (`task::id::IdSource`).
+    /// std's atomic for a counter in a `static`, whose increments order nothing: the
+    /// process-wide counters of task ids and runtime ids.
     pub(crate) use std::sync::atomic::AtomicU64 as StaticAtomicU64;
     pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use std::sync::Arc;
@@ -233,6 +232,10 @@ mod imp {
     pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
     pub(crate) use loom::sync::Arc;
     pub(crate) use loom::thread;
+    /// std's atomic for a counter in a `static` (a loom atomic cannot be one): the runtime
+    /// ids, which no model's path depends on. Task ids do (a list picks a task's shard by
+    /// its id), so under loom each task list counts its own (`task::id::IdSource`).
+    pub(crate) use std::sync::atomic::AtomicU64 as StaticAtomicU64;
     /// std's `Arc`: `Waker::from` takes only std's, and what uses it (`JoinSet`) runs in no
     /// loom model.
     pub(crate) use std::sync::Arc as WakeArc;

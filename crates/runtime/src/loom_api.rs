@@ -415,11 +415,7 @@ impl BlockingPool {
     /// has no time).
     pub fn new(max_threads: usize) -> BlockingPool {
         BlockingPool {
-            inner: Arc::new(crate::task::BlockingPool::new(
-                max_threads,
-                Duration::MAX,
-                "escapement-blocking".to_owned(),
-            )),
+            inner: Arc::new(crate::task::BlockingPool::new(max_threads, Duration::MAX)),
         }
     }
 

@@ -207,6 +207,12 @@ fn zero_worker_threads() {
 }
 
 #[test]
+#[should_panic(expected = "global_queue_interval must be greater than 0")]
+fn a_zero_global_queue_interval() {
+    let _ = escapement::Builder::new().global_queue_interval(0);
+}
+
+#[test]
 #[should_panic(expected = "a runtime's name must not be empty")]
 fn a_blank_runtime_name() {
     let _ = escapement::Builder::new().name(" \t");
@@ -302,6 +308,7 @@ fn panics_are_reported_at_the_caller() {
     let mut builder = escapement::Builder::new();
     panics_here("at least one worker", || _ = builder.worker_threads(0));
     panics_here("must not be empty", || _ = builder.name(""));
+    panics_here("greater than 0", || _ = builder.global_queue_interval(0));
 
     let rt = running(1);
     let _guard = rt.enter();

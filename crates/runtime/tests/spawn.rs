@@ -5,7 +5,7 @@
 //! guards restore the previous runtime, guards dropped out of order panic); `task::yield_now`
 //! letting other tasks run; the names of worker and blocking threads; builder chains written
 //! for tokio (`new_multi_thread`, `enable_all`, `enable_time`, `shutdown_background`;
-//! `new_current_thread`, `name` and `Handle::name`).
+//! `new_current_thread`, `name` and `Handle::name`); `global_queue_interval`.
 
 mod support;
 
@@ -362,4 +362,54 @@ fn a_current_thread_builder_gives_one_worker_and_names_the_runtime() {
         .build()
         .expect("a runtime");
     assert_eq!(rt.metrics().workers(), 1);
+}
+
+/// The order in which a worker runs ten tasks it spawned itself and one spawned from another
+/// thread just after them, with `global_queue_interval` set to `interval`.
+fn order_with_global_queue_interval(interval: u32) -> Vec<usize> {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .global_queue_interval(interval)
+        .build()
+        .expect("a runtime");
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let handle = rt.handle().clone();
+    let first = {
+        let order = order.clone();
+        rt.spawn(async move {
+            // Onto the worker's own queue.
+            let local: Vec<_> = (0..10)
+                .map(|i| {
+                    let order = order.clone();
+                    escapement::spawn(async move { order.lock().unwrap().push(i) })
+                })
+                .collect();
+            // Onto the shared queue, from outside the workers, while this task runs.
+            let outside = std::thread::spawn({
+                let order = order.clone();
+                move || handle.spawn(async move { order.lock().unwrap().push(99) })
+            })
+            .join()
+            .unwrap();
+            (local, outside)
+        })
+    };
+    rt.block_on(async {
+        let (local, outside) = first.await.unwrap();
+        for task in local {
+            task.await.unwrap();
+        }
+        outside.await.unwrap();
+    });
+    let order = order.lock().unwrap().clone();
+    order
+}
+
+#[test]
+fn global_queue_interval_sets_how_often_a_worker_looks_outside_its_own_queue_first() {
+    // Every turn: the task from outside runs next.
+    assert_eq!(order_with_global_queue_interval(1)[0], 99);
+    // Almost never: the worker's own ten run first.
+    let late = order_with_global_queue_interval(u32::MAX);
+    assert_eq!(late, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 99]);
 }

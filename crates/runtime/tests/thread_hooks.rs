@@ -1,14 +1,23 @@
-//! `Builder::thread_stack_size`, `on_thread_start` and `on_thread_stop`: every thread the
-//! runtime starts (its workers, its blocking threads, the thread a worker is handed to by
-//! `block_in_place`) runs the start callback first and the stop callback last, on itself;
-//! the stack size reaches workers and blocking threads alike; a panicking callback costs
-//! the runtime nothing.
+//! `Builder::thread_stack_size`, `on_thread_start`, `on_thread_stop`, `thread_name_fn`,
+//! `on_thread_park` and `on_thread_unpark`: every thread the runtime starts (its workers, its
+//! blocking threads, the thread a worker is handed to by `block_in_place`) runs the start
+//! callback first and the stop callback last, on itself; the stack size reaches workers and
+//! blocking threads alike; the name function names each thread once, and it and
+//! `thread_name` replace each other; a worker runs the park callback before each park and
+//! the unpark callback after it; a panicking callback costs the runtime nothing.
+
+mod support;
 
 use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
+use std::time::Duration;
 
 use escapement::task;
+use escapement::time::sleep;
+
+use support::wait_until;
 
 /// Names of the threads that ran a callback, in order.
 type Log = Arc<Mutex<Vec<String>>>;
@@ -82,10 +91,102 @@ fn a_panicking_callback_costs_the_runtime_nothing() {
         .worker_threads(1)
         .on_thread_start(|| panic!("a start callback that panics"))
         .on_thread_stop(|| panic!("a stop callback that panics"))
+        .on_thread_park(|| panic!("a park callback that panics"))
+        .on_thread_unpark(|| panic!("an unpark callback that panics"))
         .build()
         .expect("a runtime");
     let spawned = rt.block_on(rt.spawn(async { 1 })).unwrap();
     let blocking = rt.block_on(rt.spawn_blocking(|| 2)).unwrap();
-    assert_eq!(spawned + blocking, 3);
+    // The worker parks and wakes again around the sleep.
+    let slept = rt.block_on(rt.spawn(async {
+        sleep(Duration::from_millis(5)).await;
+        3
+    }));
+    assert_eq!(spawned + blocking + slept.unwrap(), 6);
     drop(rt);
+}
+
+#[test]
+fn thread_name_fn_names_every_thread_and_a_later_thread_name_replaces_it() {
+    let started = Log::default();
+    let on_start = started.clone();
+    let count = Arc::new(AtomicUsize::new(0));
+    let rt = escapement::Builder::new()
+        .worker_threads(2)
+        .thread_name("replaced")
+        .thread_name_fn(move || format!("named-{}", count.fetch_add(1, Ordering::SeqCst)))
+        .on_thread_start(move || on_start.lock().unwrap().push(current_name()))
+        .build()
+        .expect("a runtime");
+    let in_blocking = rt.block_on(rt.spawn_blocking(current_name)).unwrap();
+    drop(rt);
+    let mut started = started.lock().unwrap().clone();
+    started.sort();
+    assert_eq!(
+        started,
+        ["named-0", "named-1", "named-2"],
+        "called once per thread"
+    );
+    assert_eq!(in_blocking, "named-2");
+
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .thread_name_fn(|| "replaced".to_owned())
+        .thread_name("later")
+        .build()
+        .expect("a runtime");
+    assert_eq!(
+        rt.block_on(rt.spawn(async { current_name() })).unwrap(),
+        "later-0"
+    );
+    assert_eq!(
+        rt.block_on(rt.spawn_blocking(current_name)).unwrap(),
+        "later-blocking"
+    );
+}
+
+#[test]
+fn workers_run_the_park_callback_before_each_park_and_the_unpark_callback_after() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let (on_park, on_unpark) = (log.clone(), log.clone());
+    let rt = escapement::Builder::new()
+        .worker_threads(2)
+        .thread_name("parking")
+        .on_thread_park(move || on_park.lock().unwrap().push((current_name(), "park")))
+        .on_thread_unpark(move || on_unpark.lock().unwrap().push((current_name(), "unpark")))
+        .build()
+        .expect("a runtime");
+    for _ in 0..3 {
+        rt.block_on(rt.spawn(async { sleep(Duration::from_millis(5)).await }))
+            .unwrap();
+    }
+    rt.block_on(rt.spawn_blocking(|| ())).unwrap();
+    // Worker 1 may start late on a loaded machine; wait until both have parked once.
+    wait_until("both workers to park", || {
+        let log = log.lock().unwrap();
+        ["parking-0", "parking-1"].iter().all(|worker| {
+            log.iter()
+                .any(|(name, call)| name == worker && *call == "park")
+        })
+    });
+    drop(rt);
+    let log = log.lock().unwrap().clone();
+    for worker in ["parking-0", "parking-1"] {
+        let calls: Vec<_> = log
+            .iter()
+            .filter(|(name, _)| name == worker)
+            .map(|&(_, call)| call)
+            .collect();
+        // Each park is followed by its unpark, the shutdown's last among them.
+        let expected: Vec<_> = (0..calls.len() / 2)
+            .flat_map(|_| ["park", "unpark"])
+            .collect();
+        assert_eq!(calls, expected, "{worker}");
+    }
+    // Only workers park: the blocking thread ran neither callback.
+    assert!(
+        log.iter()
+            .all(|(name, _)| name.starts_with("parking-") && name != "parking-blocking"),
+        "{log:?}"
+    );
 }

@@ -2,13 +2,13 @@
 //! `Runtime`, `Builder`, `Handle`, `RuntimeFlavor` and `RuntimeMetrics`; the flavor a handle
 //! reports; what a `TryCurrentError` says about why there was no runtime; and the task counts
 //! of `RuntimeMetrics` (`num_workers`, `num_alive_tasks`, `global_queue_depth`), which, as
-//! tokio's, reads the runtime each time it is asked.
+//! tokio's, reads the runtime each time it is asked; `runtime::Id` and `Handle::id`.
 
 mod support;
 
 use std::sync::mpsc;
 
-use escapement::runtime::{Builder, Handle, Runtime, RuntimeFlavor, RuntimeMetrics};
+use escapement::runtime::{Builder, Handle, Id, Runtime, RuntimeFlavor, RuntimeMetrics};
 
 use support::wait_until;
 
@@ -153,4 +153,25 @@ fn a_metrics_view_reads_the_runtime_when_asked() {
         1,
         "readable after the runtime is gone"
     );
+}
+
+#[test]
+fn a_runtime_has_one_id_that_no_other_live_runtime_shares() {
+    let runtimes: Vec<Runtime> = (0..3)
+        .map(|_| Builder::new().worker_threads(1).build().unwrap())
+        .collect();
+    let ids: Vec<Id> = runtimes.iter().map(|rt| rt.handle().id()).collect();
+    let distinct: std::collections::HashSet<Id> = ids.iter().copied().collect();
+    assert_eq!(distinct.len(), 3, "{ids:?}");
+    for (rt, &id) in runtimes.iter().zip(&ids) {
+        // The same through every handle: a clone, the current one in block_on and in a task.
+        assert_eq!(rt.handle().clone().id(), id);
+        let (in_block_on, in_task) = rt.block_on(async {
+            let task = escapement::spawn(async { Handle::current().id() });
+            (Handle::current().id(), task.await.unwrap())
+        });
+        assert_eq!((in_block_on, in_task), (id, id));
+        // It prints as a number.
+        assert!(id.to_string().parse::<u64>().unwrap() > 0);
+    }
 }

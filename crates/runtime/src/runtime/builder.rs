@@ -4,7 +4,7 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
-use super::thread_hooks::ThreadHooks;
+use super::thread_hooks::{ThreadHooks, ThreadNames};
 use super::{Handle, Runtime};
 use crate::loom::{Arc, CallbackArc};
 use crate::park::Parker;
@@ -27,6 +27,9 @@ const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
 /// How long a `spawn_blocking` thread waits for another job by default.
 const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(10);
 
+/// How many turns a worker takes between two looks at the injector first, by default.
+const DEFAULT_GLOBAL_QUEUE_INTERVAL: u32 = 61;
+
 /// Configures and builds a [`Runtime`].
 ///
 /// # Examples
@@ -43,8 +46,6 @@ pub struct Builder {
     worker_threads: Option<usize>,
     /// Made by [`Builder::new_current_thread`]: one worker, whatever `worker_threads` says.
     current_thread: bool,
-    /// `None`: `escapement-worker-N` and `escapement-blocking`.
-    thread_name: Option<String>,
     /// The runtime's own name, which [`Handle::name`] returns.
     name: Option<String>,
     start_paused: bool,
@@ -52,7 +53,9 @@ pub struct Builder {
     metrics: bool,
     max_blocking_threads: usize,
     keep_alive: Duration,
-    /// Stack size and callbacks of every thread the runtime starts.
+    /// Every this many turns a worker takes from the injector before its own queue.
+    global_queue_interval: u32,
+    /// Names, stack size and callbacks of every thread the runtime starts.
     hooks: ThreadHooks,
 }
 
@@ -63,13 +66,13 @@ impl Builder {
         Builder {
             worker_threads: None,
             current_thread: false,
-            thread_name: None,
             name: None,
             start_paused: false,
             timer_resolution: DEFAULT_TICK,
             metrics: true,
             max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
             keep_alive: DEFAULT_KEEP_ALIVE,
+            global_queue_interval: DEFAULT_GLOBAL_QUEUE_INTERVAL,
             hooks: ThreadHooks::default(),
         }
     }
@@ -146,8 +149,42 @@ impl Builder {
     /// are `escapement-worker-N` and `escapement-blocking`. A worker that
     /// [`block_in_place`](crate::task::block_in_place) handed off runs on a `-blocking`
     /// thread.
+    ///
+    /// A later call, or one to [`thread_name_fn`](Builder::thread_name_fn), replaces it.
     pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Builder {
-        self.thread_name = Some(name.into());
+        let name: String = name.into();
+        self.hooks.names = ThreadNames::Given(CallbackArc::from(name));
+        self
+    }
+
+    /// A function that names every thread the runtime starts, workers and
+    /// [`spawn_blocking`](crate::task::spawn_blocking) threads alike, called once for each as
+    /// it starts, as tokio's. It replaces [`thread_name`](Builder::thread_name), and a later
+    /// call to either replaces it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    ///
+    /// let rt = escapement::Builder::new()
+    ///     .worker_threads(2)
+    ///     .thread_name_fn(|| {
+    ///         static STARTED: AtomicUsize = AtomicUsize::new(0);
+    ///         format!("app-{}", STARTED.fetch_add(1, Ordering::Relaxed))
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// let name = rt.block_on(rt.spawn_blocking(|| {
+    ///     std::thread::current().name().map(str::to_owned)
+    /// }));
+    /// assert_eq!(name.unwrap().as_deref(), Some("app-2"), "after the two workers");
+    /// ```
+    pub fn thread_name_fn<F>(&mut self, name: F) -> &mut Builder
+    where
+        F: Fn() -> String + Send + Sync + 'static,
+    {
+        self.hooks.names = ThreadNames::Callback(CallbackArc::new(name));
         self
     }
 
@@ -211,6 +248,64 @@ impl Builder {
         F: Fn() + Send + Sync + 'static,
     {
         self.hooks.on_stop = Some(CallbackArc::new(callback));
+        self
+    }
+
+    /// A callback a worker runs each time it is about to park, with no task to run, as
+    /// tokio's: on the worker's thread, also when the worker then finds work and does not
+    /// sleep after all. A later call replaces it. A panic in it is reported by the panic hook
+    /// and otherwise ignored; the worker goes on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// let parks = Arc::new(AtomicUsize::new(0));
+    /// let counter = parks.clone();
+    /// let rt = escapement::Builder::new()
+    ///     .worker_threads(1)
+    ///     .on_thread_park(move || {
+    ///         counter.fetch_add(1, Ordering::SeqCst);
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// rt.block_on(async { escapement::time::sleep(std::time::Duration::from_millis(5)).await });
+    /// drop(rt);
+    /// assert!(parks.load(Ordering::SeqCst) > 0, "the idle worker parked");
+    /// ```
+    pub fn on_thread_park<F>(&mut self, callback: F) -> &mut Builder
+    where
+        F: Fn() + Send + Sync + 'static,
+    {
+        self.hooks.on_park = Some(CallbackArc::new(callback));
+        self
+    }
+
+    /// A callback a worker runs each time it comes back from a park, before it looks for
+    /// tasks again: after each callback of [`on_thread_park`](Builder::on_thread_park). A
+    /// later call replaces it; a panic in it is contained as in `on_thread_park`.
+    pub fn on_thread_unpark<F>(&mut self, callback: F) -> &mut Builder
+    where
+        F: Fn() + Send + Sync + 'static,
+    {
+        self.hooks.on_unpark = Some(CallbackArc::new(callback));
+        self
+    }
+
+    /// How many turns a worker takes between two looks at the shared queue of tasks woken
+    /// or spawned outside the workers before its own queue: smaller is fairer to outside
+    /// work, larger favours the worker's own tasks. The default is 61 (tokio's multi-thread
+    /// scheduler tunes its own unless this is set).
+    ///
+    /// # Panics
+    ///
+    /// If `interval` is zero.
+    #[track_caller]
+    pub fn global_queue_interval(&mut self, interval: u32) -> &mut Builder {
+        assert!(interval > 0, "global_queue_interval must be greater than 0");
+        self.global_queue_interval = interval;
         self
     }
 
@@ -343,18 +438,12 @@ impl Builder {
                 remotes.into_boxed_slice(),
                 driver,
                 Arc::new(
-                    BlockingPool::new(
-                        self.max_blocking_threads,
-                        self.keep_alive,
-                        match &self.thread_name {
-                            Some(name) => format!("{name}-blocking"),
-                            None => "escapement-blocking".to_owned(),
-                        },
-                    )
-                    .with_thread_hooks(self.hooks.clone()),
+                    BlockingPool::new(self.max_blocking_threads, self.keep_alive)
+                        .with_thread_hooks(self.hooks.clone()),
                 ),
                 self.name.as_deref().map(Box::from),
-                Box::from(self.thread_name.as_deref().unwrap_or("escapement-worker")),
+                self.hooks.clone(),
+                self.global_queue_interval,
             )),
         };
         let mut threads = Vec::with_capacity(workers);
@@ -363,7 +452,7 @@ impl Builder {
             let hooks = self.hooks.clone();
             let spawned = self
                 .hooks
-                .builder(handle.shared.worker_thread_name(index))
+                .worker_builder(index)
                 .spawn(move || hooks.run(|| worker.run(Core { queue, park })));
             match spawned {
                 Ok(thread) => threads.push(thread),
@@ -391,16 +480,19 @@ impl fmt::Debug for Builder {
         f.debug_struct("Builder")
             .field("worker_threads", &self.worker_threads)
             .field("current_thread", &self.current_thread)
-            .field("thread_name", &self.thread_name)
             .field("name", &self.name)
             .field("start_paused", &self.start_paused)
             .field("timer_resolution", &self.timer_resolution)
             .field("metrics", &self.metrics)
             .field("max_blocking_threads", &self.max_blocking_threads)
             .field("thread_keep_alive", &self.keep_alive)
+            .field("global_queue_interval", &self.global_queue_interval)
             .field("thread_stack_size", &self.hooks.stack_size)
             .field("on_thread_start", &self.hooks.on_start.is_some())
             .field("on_thread_stop", &self.hooks.on_stop.is_some())
+            .field("on_thread_park", &self.hooks.on_park.is_some())
+            .field("on_thread_unpark", &self.hooks.on_unpark.is_some())
+            .field("thread_names", &self.hooks.names)
             .finish()
     }
 }

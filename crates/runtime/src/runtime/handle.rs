@@ -211,6 +211,12 @@ impl Handle {
         self.shared.name.as_deref()
     }
 
+    /// The runtime's [`Id`](super::Id): the same through every handle to it, and no other
+    /// runtime of the process has it.
+    pub fn id(&self) -> super::Id {
+        self.shared.id
+    }
+
     /// The kind of runtime this is: always [`RuntimeFlavor::MultiThread`], whatever the
     /// builder, since every escapement runtime runs its tasks on worker threads of its own.
     /// A runtime from [`Builder::new_current_thread`](crate::Builder::new_current_thread)

@@ -14,7 +14,8 @@ use std::fmt;
 
 use crate::loom::{fence, Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::park::Unparker;
-use crate::runtime::Handle;
+use crate::runtime::thread_hooks::ThreadHooks;
+use crate::runtime::{Handle, Id as RuntimeId};
 use crate::task::list::OwnedTasks;
 use crate::task::{BlockingJob, BlockingPool, Notified, Schedule, Task};
 use crate::time::driver::Driver;
@@ -36,12 +37,17 @@ pub(crate) struct Shared {
     /// `block_in_place` included), and a condvar the shutdown waits on.
     live_workers: Mutex<usize>,
     workers_exited: Condvar,
-    /// Worker threads are named this, a dash and their index.
-    worker_name: Box<str>,
+    /// What the workers run around a park (the builder's `on_thread_park` and
+    /// `on_thread_unpark`).
+    pub(crate) hooks: ThreadHooks,
+    /// Every this many turns a worker takes from the injector before its own queue.
+    pub(crate) global_queue_interval: u32,
     /// Tasks spawned so far (for metrics and tests).
     pub(crate) spawned: AtomicUsize,
     /// The runtime's name, from [`Builder::name`](crate::Builder::name).
     pub(crate) name: Option<Box<str>>,
+    /// The runtime's id, which [`Handle::id`] returns.
+    pub(crate) id: RuntimeId,
 }
 
 /// What other threads need to reach one worker.
@@ -57,7 +63,8 @@ impl Shared {
         driver: Arc<Driver>,
         blocking: Arc<BlockingPool<BlockingJob>>,
         name: Option<Box<str>>,
-        worker_name: Box<str>,
+        hooks: ThreadHooks,
+        global_queue_interval: u32,
     ) -> Shared {
         let workers = remotes.len();
         Shared {
@@ -70,9 +77,11 @@ impl Shared {
             shutdown: AtomicBool::new(false),
             live_workers: Mutex::new(workers),
             workers_exited: Condvar::new(),
-            worker_name,
+            hooks,
+            global_queue_interval,
             spawned: AtomicUsize::new(0),
             name,
+            id: RuntimeId::next(),
         }
     }
 
@@ -113,11 +122,6 @@ impl Shared {
         while let Some(task) = steal_any(&self.injector) {
             drop(task);
         }
-    }
-
-    /// The name of worker `index`'s thread.
-    pub(crate) fn worker_thread_name(&self, index: usize) -> String {
-        format!("{}-{index}", self.worker_name)
     }
 
     /// A thread is about to enter the worker loop in place of one that stays in it until its

@@ -1,11 +1,12 @@
 //! A worker thread: its loop, its local queue, and how it parks.
 //!
 //! Each turn a worker runs one task: from its own queue, from the injector (first, every
-//! [`INJECTOR_INTERVAL`] turns, so outside work is not starved), or stolen from another
-//! worker. Worker 0 also fires due timers at the top of every turn, which costs one relaxed
-//! load when no timer is pending. With nothing to run, a worker sleeps by the protocol of
-//! `idle.rs`: worker 0 on the timer driver's poll, with its next expiry as the timeout, the
-//! others on a condvar parker.
+//! `global_queue_interval` turns, 61 unless the builder says otherwise, so outside work is
+//! not starved), or stolen from another worker. Worker 0 also fires due timers at the top of
+//! every turn, which costs one relaxed load when no timer is pending. With nothing to run, a
+//! worker sleeps by the protocol of `idle.rs`: worker 0 on the timer driver's poll, with its
+//! next expiry as the timeout, the others on a condvar parker. A worker runs the builder's
+//! park callback before it parks and its unpark callback after.
 //!
 //! Worker 0 can be stuck in a long poll (a task that blocks its thread), and then no timer
 //! of the runtime would fire. So the other workers stand in: every
@@ -62,9 +63,6 @@ use crate::runtime::Handle;
 use crate::task::{BlockingPool, Notified};
 use crate::time::driver_ref::InShard;
 use crate::time::park::DriverParker;
-
-/// Every this many turns a worker takes from the injector before its own queue.
-const INJECTOR_INTERVAL: u32 = 61;
 
 /// Every this many turns a worker other than worker 0 looks for overdue timers.
 const OVERDUE_CHECK_INTERVAL: u32 = 4;
@@ -125,6 +123,9 @@ pub(crate) struct Worker {
     index: usize,
     searching: bool,
     turn: u32,
+    /// Turns until the next one that looks at the injector first, counted down (cheaper
+    /// than dividing the turn by the runtime's interval).
+    injector_countdown: u32,
     /// State of a xorshift generator, to pick whom to steal from first.
     rng: u32,
 }
@@ -278,6 +279,7 @@ impl Drop for InClosure {
 impl Worker {
     pub(crate) fn new(handle: Handle, index: usize) -> Worker {
         Worker {
+            injector_countdown: handle.shared.global_queue_interval,
             handle,
             index,
             searching: false,
@@ -377,11 +379,13 @@ impl Worker {
         });
     }
 
-    fn next_task(&self) -> Option<Task> {
+    fn next_task(&mut self) -> Option<Task> {
         // Borrowed, not cloned: a clone would write the `Arc`'s count, one line that every
-        // worker would then write on every turn.
-        let shared = self.shared();
-        if self.turn % INJECTOR_INTERVAL == 0 {
+        // worker would then write on every turn. (A field apart from the countdown.)
+        let shared = &self.handle.shared;
+        self.injector_countdown -= 1;
+        if self.injector_countdown == 0 {
+            self.injector_countdown = shared.global_queue_interval;
             if let Some(task) = steal_retrying(|| shared.injector.steal()) {
                 return Some(task);
             }
@@ -418,6 +422,7 @@ impl Worker {
 
     fn park(&mut self) {
         let shared = &self.handle.shared;
+        shared.hooks.park();
         let was_searching = std::mem::take(&mut self.searching);
         shared
             .idle
@@ -446,6 +451,7 @@ impl Worker {
             // A notifier took us off the sleepers and counts us as searching.
             self.searching = true;
         }
+        shared.hooks.unpark();
     }
 
     fn next_random(&mut self) -> u32 {

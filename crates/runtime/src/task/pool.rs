@@ -89,9 +89,7 @@ pub(crate) struct BlockingPool<J> {
     condvar: Condvar,
     max_threads: usize,
     keep_alive: Duration,
-    /// The name of every thread the pool starts.
-    thread_name: String,
-    /// The stack size and the callbacks of the pool's threads.
+    /// The names, stack size and callbacks of the pool's threads.
     hooks: ThreadHooks,
 }
 
@@ -110,12 +108,8 @@ struct State<J> {
 
 impl<J: Job> BlockingPool<J> {
     /// A pool of at most `max_threads` threads (at least one) for queued jobs, each
-    /// exiting after `keep_alive` without a job, and named `thread_name`.
-    pub(crate) fn new(
-        max_threads: usize,
-        keep_alive: Duration,
-        thread_name: String,
-    ) -> BlockingPool<J> {
+    /// exiting after `keep_alive` without a job.
+    pub(crate) fn new(max_threads: usize, keep_alive: Duration) -> BlockingPool<J> {
         BlockingPool {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
@@ -130,12 +124,11 @@ impl<J: Job> BlockingPool<J> {
             condvar: Condvar::new(),
             max_threads: max_threads.max(1),
             keep_alive,
-            thread_name,
             hooks: ThreadHooks::default(),
         }
     }
 
-    /// The pool's threads get `hooks`' stack size and run its callbacks.
+    /// The pool's threads get `hooks`' names and stack size, and run its callbacks.
     pub(crate) fn with_thread_hooks(mut self, hooks: ThreadHooks) -> BlockingPool<J> {
         self.hooks = hooks;
         self
@@ -153,7 +146,7 @@ impl<J: Job> BlockingPool<J> {
     pub(crate) fn spawn(pool: &Arc<Self>, job: J) {
         Self::spawn_with(pool, job, |pool| {
             pool.hooks
-                .builder(pool.thread_name.clone())
+                .blocking_builder()
                 .spawn(move || {
                     pool.hooks.start();
                     pool.run(None);
@@ -173,7 +166,7 @@ impl<J: Job> BlockingPool<J> {
     pub(crate) fn spawn_now(pool: &Arc<Self>, job: NowJob) -> io::Result<()> {
         Self::spawn_now_with(pool, job, |pool, job| {
             pool.hooks
-                .builder(pool.thread_name.clone())
+                .blocking_builder()
                 .spawn(move || {
                     pool.hooks.start();
                     pool.run(Some(job));
@@ -428,7 +421,7 @@ mod tests {
 
     #[test]
     fn shutdown_lets_idle_threads_exit_after_the_queue_runs() {
-        let pool = Arc::new(BlockingPool::new(3, Duration::MAX, "test".to_owned()));
+        let pool = Arc::new(BlockingPool::new(3, Duration::MAX));
         let ran = Arc::new(AtomicUsize::new(0));
         // Three jobs that wait for each other need three threads.
         let barrier = Arc::new(Barrier::new(3));
@@ -459,18 +452,14 @@ mod tests {
 
     #[test]
     fn idle_threads_exit_after_the_keep_alive() {
-        let pool = Arc::new(BlockingPool::new(
-            4,
-            Duration::from_millis(5),
-            "test".to_owned(),
-        ));
+        let pool = Arc::new(BlockingPool::new(4, Duration::from_millis(5)));
         BlockingPool::spawn(&pool, run(|| ()));
         wait_for_threads(&pool, 0);
     }
 
     #[test]
     fn an_idle_thread_takes_the_next_job_instead_of_a_new_thread() {
-        let pool = Arc::new(BlockingPool::new(4, Duration::MAX, "test".to_owned()));
+        let pool = Arc::new(BlockingPool::new(4, Duration::MAX));
         let (done, finished) = std::sync::mpsc::channel();
         for i in 0..20 {
             let done = done.clone();
@@ -492,7 +481,7 @@ mod tests {
 
     #[test]
     fn a_refused_start_with_no_thread_left_cancels_the_queue_and_panics() {
-        let pool = Arc::new(BlockingPool::new(4, Duration::MAX, "test".to_owned()));
+        let pool = Arc::new(BlockingPool::new(4, Duration::MAX));
         let cancelled = Arc::new(AtomicUsize::new(0));
         let job = {
             let cancelled = cancelled.clone();
@@ -523,11 +512,7 @@ mod tests {
     /// A pool of at most `max_threads` threads, one of them busy with a job that waits for
     /// the returned `release`, then sends `busy` to `done`, whose receiver is `finished`.
     fn with_a_busy_thread<T: Send + 'static>(max_threads: usize, busy: T) -> BusyPool<T> {
-        let pool = Arc::new(BlockingPool::new(
-            max_threads,
-            Duration::MAX,
-            "test".to_owned(),
-        ));
+        let pool = Arc::new(BlockingPool::new(max_threads, Duration::MAX));
         let (release, gate) = std::sync::mpsc::channel::<()>();
         let (done, finished) = std::sync::mpsc::channel();
         let first = done.clone();
@@ -599,11 +584,7 @@ mod tests {
 
     #[test]
     fn spawn_now_refused_or_after_shutdown_drops_the_job_and_counts_nothing() {
-        let pool = Arc::new(BlockingPool::<Run>::new(
-            1,
-            Duration::MAX,
-            "test".to_owned(),
-        ));
+        let pool = Arc::new(BlockingPool::<Run>::new(1, Duration::MAX));
         let ran = Arc::new(AtomicUsize::new(0));
         let job = |ran: &Arc<AtomicUsize>| -> NowJob {
             let ran = ran.clone();
