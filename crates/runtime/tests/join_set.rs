@@ -403,6 +403,8 @@ fn join_all_panics_with_the_error_of_a_cancelled_task() {
 fn local_tasks_join_a_set_with_outputs_that_are_not_send() {
     let rt = paused(1);
     let local = LocalSet::new();
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let guard = DropCounter(dropped.clone());
     let mut set = JoinSet::new();
     // Spawned onto the set from outside it: they run once it is driven.
     for (ms, value) in [(20, 2), (10, 1)] {
@@ -411,7 +413,10 @@ fn local_tasks_join_a_set_with_outputs_that_are_not_send() {
     let finished = local.block_on(&rt, async move {
         // And from inside it.
         set.spawn_local(async { Rc::new(after(30, 3).await) });
-        let pending = set.spawn_local(async { Rc::new(after(1_000, 4).await) });
+        let pending = set.spawn_local(async move {
+            let _guard = guard;
+            Rc::new(after(1_000, 4).await)
+        });
         let mut finished = Vec::new();
         while finished.len() < 3 {
             finished.push(*set.join_next().await.unwrap().unwrap());
@@ -428,4 +433,5 @@ fn local_tasks_join_a_set_with_outputs_that_are_not_send() {
         finished
     });
     assert_eq!(finished, [1, 2, 3]);
+    assert_eq!(dropped.load(Ordering::SeqCst), 1, "its future was dropped");
 }

@@ -204,6 +204,13 @@ impl<T: 'static> JoinSet<T> {
     /// });
     /// ```
     ///
+    /// A set of outputs that are not `Send` stays on the set's thread:
+    ///
+    /// ```compile_fail
+    /// fn is_send<T: Send>(_: T) {}
+    /// is_send(escapement::task::JoinSet::<std::rc::Rc<()>>::new());
+    /// ```
+    ///
     /// # Panics
     ///
     /// If called outside a `LocalSet`, as [`spawn_local`](crate::task::spawn_local).
