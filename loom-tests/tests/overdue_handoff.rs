@@ -4,7 +4,7 @@
 #![cfg(loom)]
 
 use escapement::loom_api::{Driver, TimerPoll};
-use escapement_loom_tests::registered_timer;
+use escapement_loom_tests::{counting_waker, registered_timer};
 use loom::thread;
 
 #[test]
@@ -37,14 +37,20 @@ fn worker0_and_a_stand_in_fire_an_overdue_timer_once() {
 /// registration after it still has to wake worker 0, or no thread fires the new timer.
 ///
 /// The clock runs here: a timer at tick 1 (1 ms) is registered and cancelled, and after a real
-/// 2 ms sleep it is overdue enough for a stand-in. The new timer is ten minutes ahead, so a
-/// park that saw it returns at once under loom; one that did not waits to be woken.
+/// 2 ms sleep it is overdue enough for a stand-in. It is made as `sleep(d)` makes one, so its
+/// first poll registers it without reading the clock: on a loaded machine that poll may come
+/// after tick 1, and one that read the clock would then find the timer due. The new timer is
+/// ten minutes ahead, so a park that saw it returns at once under loom; one that did not
+/// waits to be woken.
 #[test]
 fn a_stand_in_that_fires_nothing_leaves_parked_worker0_wakeable() {
     const SOON: u64 = 600_000;
     loom::model(|| {
         let (driver, mut worker0) = Driver::new(false);
-        drop(registered_timer(&driver, 1));
+        let mut cancelled = driver.timer_from_now(1);
+        let (waker, _) = counting_waker();
+        assert_eq!(cancelled.poll(&waker), TimerPoll::Pending);
+        drop(cancelled);
         std::thread::sleep(std::time::Duration::from_millis(2));
 
         let parked = thread::spawn(move || worker0.park());

@@ -91,6 +91,19 @@ impl Driver {
         }
     }
 
+    /// A timer due at `tick`, made as `sleep(d)` makes one: its first poll registers it
+    /// without reading the clock, as for a deadline set a tick or more past a reading just
+    /// taken. A model whose clock runs uses it for a tick that may pass before that poll.
+    pub fn timer_from_now(&self, tick: u64) -> Timer {
+        Timer {
+            entry: Box::pin(TimerEntry::new(
+                DriverRef::new(&self.inner),
+                self.inner.tick_instant(tick),
+                false,
+            )),
+        }
+    }
+
     /// Fires everything due at or before `tick`; returns how many fired.
     pub fn process(&self, tick: u64) -> usize {
         self.inner.process(self.inner.tick_instant(tick))
