@@ -262,7 +262,7 @@ pub fn select_start(branches: u32) -> u32 {
 #[doc(hidden)]
 #[inline]
 pub fn select_budget(cx: &mut Context<'_>) -> Poll<()> {
-    crate::task::coop::poll_proceed(cx)
+    crate::task::coop::poll_budget(cx)
 }
 
 #[cfg(all(test, not(loom)))]

@@ -4,7 +4,8 @@
 //! `JoinSet` spends it once per output and still hands out every one. A `select!` yields once
 //! it is spent, even with a branch that is always ready and knows nothing of it.
 //! `task::coop::consume_budget` spends it as a ready sleep does, and `has_budget_remaining`
-//! tells when it is spent.
+//! tells when it is spent. `poll_proceed` spends a unit only when the work it allowed made
+//! progress, and `cooperative` makes any future spend it as the runtime's own do.
 
 mod support;
 
@@ -12,10 +13,10 @@ use std::future::{pending, poll_fn, Future};
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
-use std::task::Poll;
+use std::task::{ready, Poll};
 use std::time::Duration;
 
-use escapement::task::coop::{consume_budget, has_budget_remaining};
+use escapement::task::coop::{consume_budget, cooperative, has_budget_remaining, poll_proceed};
 use escapement::task::{unconstrained, yield_now, JoinSet};
 use escapement::time::{sleep, timeout};
 
@@ -314,4 +315,79 @@ fn has_budget_remaining_turns_false_when_the_budget_is_spent() {
         has_budget_remaining()
     }));
     assert!(unlimited);
+}
+
+/// A thousand units asked of `coop::poll_proceed`, each kept only `if progress`.
+async fn proceed_a_thousand_times(progress: bool) {
+    for _ in 0..1000 {
+        poll_fn(|cx| {
+            let restore = ready!(poll_proceed(cx));
+            if progress {
+                restore.made_progress();
+            }
+            Poll::Ready(())
+        })
+        .await;
+    }
+}
+
+#[test]
+fn poll_proceed_spends_a_unit_only_when_the_work_made_progress() {
+    let rt = running(1);
+    let polls = rt
+        .block_on(rt.spawn(polls_to_finish(proceed_a_thousand_times(true))))
+        .unwrap();
+    assert_eq!(polls, 8, "7 × 128 + 104 units");
+    let (polls, left) = rt
+        .block_on(rt.spawn(async {
+            let polls = polls_to_finish(proceed_a_thousand_times(false)).await;
+            (polls, has_budget_remaining())
+        }))
+        .unwrap();
+    assert_eq!(
+        polls, 1,
+        "each unit went back as its RestoreOnPending dropped"
+    );
+    assert!(left);
+    let polls = rt.block_on(unconstrained(polls_to_finish(proceed_a_thousand_times(
+        true,
+    ))));
+    assert_eq!(polls, 1, "nothing to spend inside unconstrained");
+    assert!(both_finish_on_one_worker(|flag| async move {
+        while !flag.load(Ordering::SeqCst) {
+            proceed_a_thousand_times(true).await;
+        }
+    }));
+}
+
+#[test]
+fn a_cooperative_future_spends_a_unit_when_ready_and_none_when_pending() {
+    let rt = running(1);
+    let polls = rt
+        .block_on(rt.spawn(polls_to_finish(async {
+            for _ in 0..1000 {
+                cooperative(std::future::ready(())).await;
+            }
+        })))
+        .unwrap();
+    assert_eq!(polls, 8, "7 × 128 + 104 units");
+    let left = rt
+        .block_on(rt.spawn(async {
+            let mut never = pin!(cooperative(pending::<()>()));
+            poll_fn(|cx| {
+                for _ in 0..1000 {
+                    assert!(never.as_mut().poll(cx).is_pending());
+                }
+                Poll::Ready(())
+            })
+            .await;
+            has_budget_remaining()
+        }))
+        .unwrap();
+    assert!(left, "a pending poll spent the budget");
+    assert!(both_finish_on_one_worker(|flag| async move {
+        while !flag.load(Ordering::SeqCst) {
+            cooperative(std::future::ready(())).await;
+        }
+    }));
 }

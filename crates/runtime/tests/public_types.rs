@@ -12,6 +12,7 @@ use std::future::Ready;
 use std::panic::{RefUnwindSafe, UnwindSafe};
 
 use escapement::runtime::RuntimeFlavor;
+use escapement::task::coop::{Coop, RestoreOnPending};
 use escapement::task::futures::{RunUntil, TaskLocalFuture};
 use escapement::task::{
     AbortHandle, AccessError, Id, JoinSet, LocalEnterGuard, LocalKey, LocalSet, Unconstrained,
@@ -42,6 +43,7 @@ fn auto_traits_match_tokio() {
     send_sync::<Instant>();
     send_sync::<Advance>();
     send_sync::<Unconstrained<Ready<()>>>();
+    send_sync::<Coop<Ready<()>>>();
     send_sync::<Id>();
     send_sync::<RuntimeFlavor>();
     send_sync::<LocalKey<String>>();
@@ -133,6 +135,8 @@ fn every_public_type_is_debug() {
     debug::<Handle>();
     debug::<Builder>();
     debug::<Unconstrained<Ready<()>>>();
+    debug::<Coop<Ready<()>>>();
+    debug::<RestoreOnPending>();
     debug::<EnterGuard<'static>>();
     debug::<JoinHandle<()>>();
     debug::<JoinSet<()>>();

@@ -32,12 +32,17 @@
 //! ready, and a write and a restore around each task poll; the state is per thread, so no
 //! other thread is involved.
 //!
-//! The module is public under tokio's name, `task::coop`: [`consume_budget`] and
-//! [`has_budget_remaining`] let code of its own take part, and [`unconstrained`] opts out.
+//! The module is public under tokio's name, `task::coop`: [`consume_budget`],
+//! [`has_budget_remaining`], [`poll_proceed`] and [`cooperative`] let code of its own take
+//! part, and [`unconstrained`] opts out. Inside the runtime a future checks the budget first
+//! and spends a unit once it is ready; [`poll_proceed`] spends first and gives the unit back
+//! when its [`RestoreOnPending`] drops unspent, as tokio's does. Either way a `Pending`
+//! result costs nothing.
 
 use std::cell::Cell;
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -77,9 +82,9 @@ pub(crate) fn without_budget<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// `Ready` if the task may poll one of the runtime's futures; with no budget left, wakes the
-/// task (so it runs again, after the others) and returns `Pending`.
+/// task (so it runs again, after the others) and returns `Pending`. Spends nothing.
 #[inline]
-pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
+pub(crate) fn poll_budget(cx: &mut Context<'_>) -> Poll<()> {
     if left() == 0 {
         cx.waker().wake_by_ref();
         Poll::Pending
@@ -88,7 +93,7 @@ pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
     }
 }
 
-/// Spends one unit: the future polled after [`poll_proceed`] was ready.
+/// Spends one unit: the future polled after [`poll_budget`] was ready.
 #[inline]
 pub(crate) fn made_progress() {
     let _ = LEFT.try_with(|left| {
@@ -138,13 +143,177 @@ pub fn has_budget_remaining() -> bool {
 /// Dropped while it waits, it has spent nothing.
 pub async fn consume_budget() {
     std::future::poll_fn(|cx| {
-        if poll_proceed(cx).is_pending() {
+        if poll_budget(cx).is_pending() {
             return Poll::Pending;
         }
         made_progress();
         Poll::Ready(())
     })
     .await;
+}
+
+/// Spends one unit of the running task's budget ahead of some work that may or may not make
+/// progress: `Ready` with a [`RestoreOnPending`] that gives the unit back when dropped, unless
+/// [`RestoreOnPending::made_progress`] says the work made progress. With the budget spent, it
+/// wakes the task (which runs again after the others, with a fresh budget) and returns
+/// `Pending`.
+///
+/// This is for a future or stream of its own that can be ready again and again, so that a
+/// task looping over it still lets its worker's other tasks run, as a loop over the
+/// runtime's futures does. Drop the `RestoreOnPending` within the poll that got it: dropped in
+/// a later one, it would put back a budget from the earlier one.
+///
+/// Outside a task's poll and inside [`unconstrained`] it is always `Ready`, and spends
+/// nothing.
+///
+/// # Examples
+///
+/// A stream that always has an item, made to take part in the budget:
+///
+/// ```
+/// use std::pin::Pin;
+/// use std::task::{ready, Context, Poll};
+///
+/// use escapement::task::coop;
+/// use futures::{Stream, StreamExt};
+///
+/// struct Counter(u64);
+///
+/// impl Stream for Counter {
+///     type Item = u64;
+///
+///     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<u64>> {
+///         let progress = ready!(coop::poll_proceed(cx));
+///         self.0 += 1;
+///         progress.made_progress();
+///         Poll::Ready(Some(self.0))
+///     }
+/// }
+///
+/// # escapement::Runtime::new().unwrap().block_on(async {
+/// let task = escapement::spawn(async {
+///     let mut counter = Counter(0);
+///     for _ in 0..128 {
+///         counter.next().await;
+///     }
+///     // The next item waits for the task's next poll, after the worker's other tasks.
+///     coop::has_budget_remaining()
+/// });
+/// assert!(!task.await.unwrap(), "128 items spent the task's budget");
+/// # });
+/// ```
+#[inline]
+pub fn poll_proceed(cx: &mut Context<'_>) -> Poll<RestoreOnPending> {
+    let before = left();
+    if before == 0 {
+        cx.waker().wake_by_ref();
+        return Poll::Pending;
+    }
+    // Without a budget there is nothing to spend, nor to give back.
+    let constrained = before != UNCONSTRAINED;
+    if constrained {
+        let _ = LEFT.try_with(|left| left.set(before - 1));
+    }
+    Poll::Ready(RestoreOnPending {
+        before: Cell::new(constrained.then_some(before)),
+        _not_send: PhantomData,
+    })
+}
+
+/// The unit of budget [`poll_proceed`] spent, given back when this drops unless
+/// [`made_progress`](RestoreOnPending::made_progress) was called.
+///
+/// It is neither `Send` nor `Sync`: the budget belongs to the thread whose task it counts.
+///
+/// ```compile_fail
+/// fn send<T: Send>(_: T) {}
+/// std::future::poll_fn(|cx| {
+///     let restore = std::task::ready!(escapement::task::coop::poll_proceed(cx));
+///     send(restore);
+///     std::task::Poll::Ready(())
+/// });
+/// ```
+#[must_use = "dropped at once, it gives the unit back: call `made_progress` once the work did"]
+pub struct RestoreOnPending {
+    /// The budget before the unit was spent; `None` once the unit is kept.
+    before: Cell<Option<u8>>,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl RestoreOnPending {
+    /// Keeps the unit spent: the work [`poll_proceed`] allowed made progress (a future that
+    /// was ready, a stream's item).
+    pub fn made_progress(&self) {
+        self.before.set(None);
+    }
+}
+
+impl Drop for RestoreOnPending {
+    fn drop(&mut self) {
+        if let Some(before) = self.before.get() {
+            let _ = LEFT.try_with(|left| left.set(before));
+        }
+    }
+}
+
+impl fmt::Debug for RestoreOnPending {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RestoreOnPending")
+            .field("made_progress", &self.before.get().is_none())
+            .finish()
+    }
+}
+
+/// Makes `future` take part in the cooperative budget, as the runtime's own futures do: each
+/// poll first looks at the budget, yields if it is spent, and otherwise polls `future`,
+/// spending a unit when it is ready. A `Pending` poll spends nothing.
+///
+/// # Examples
+///
+/// ```
+/// use escapement::task::coop::{cooperative, has_budget_remaining};
+///
+/// # escapement::Runtime::new().unwrap().block_on(async {
+/// let task = escapement::spawn(async {
+///     for _ in 0..128 {
+///         cooperative(std::future::ready(())).await;
+///     }
+///     has_budget_remaining()
+/// });
+/// assert!(!task.await.unwrap(), "128 ready polls spend the budget");
+/// # });
+/// ```
+pub fn cooperative<F: Future>(future: F) -> Coop<F> {
+    Coop { future }
+}
+
+pin_project_lite::pin_project! {
+    /// The future returned by [`cooperative`]: `F`, polled within the cooperative budget.
+    /// Dropping it drops `F`.
+    #[must_use = "futures do nothing unless you `.await` or poll them"]
+    pub struct Coop<F> {
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F: Future> Future for Coop<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        std::task::ready!(poll_budget(cx));
+        let output = self.project().future.poll(cx);
+        if output.is_ready() {
+            made_progress();
+        }
+        output
+    }
+}
+
+impl<F> fmt::Debug for Coop<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Coop").finish_non_exhaustive()
+    }
 }
 
 /// Runs `future` outside the cooperative budget: the runtime's futures it polls never make

@@ -145,7 +145,7 @@ impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        std::task::ready!(coop::poll_proceed(cx));
+        std::task::ready!(coop::poll_budget(cx));
         let output = self.get_mut().poll_unconstrained(cx);
         if output.is_ready() {
             coop::made_progress();

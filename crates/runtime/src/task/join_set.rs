@@ -325,7 +325,7 @@ impl<T: 'static> JoinSet<T> {
         if self.entries.is_empty() {
             return Poll::Ready(None);
         }
-        std::task::ready!(coop::poll_proceed(cx));
+        std::task::ready!(coop::poll_budget(cx));
         let next = self.poll_finished(Some(cx.waker()));
         if next.is_ready() {
             coop::made_progress();

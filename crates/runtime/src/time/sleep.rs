@@ -186,7 +186,7 @@ impl Future for Sleep {
 
     #[track_caller]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        std::task::ready!(coop::poll_proceed(cx));
+        std::task::ready!(coop::poll_budget(cx));
         let elapsed = self.poll_unconstrained(cx);
         if elapsed.is_ready() {
             coop::made_progress();
