@@ -309,6 +309,15 @@ impl Builder {
         self
     }
 
+    /// Does nothing, whatever the interval: tokio's workers look for timers and I/O events
+    /// every `interval` turns, escapement's worker 0 fires due timers at the top of every
+    /// turn, and there is no I/O driver. Named as tokio's, so that a builder chain ports by
+    /// changing the import.
+    pub fn event_interval(&mut self, interval: u32) -> &mut Builder {
+        let _ = interval;
+        self
+    }
+
     /// The runtime's name, which [`Handle::name`] returns; the threads keep the names that
     /// [`thread_name`](Builder::thread_name) gives them.
     ///
