@@ -5,7 +5,8 @@
 //! it is spent, even with a branch that is always ready and knows nothing of it.
 //! `task::coop::consume_budget` spends it as a ready sleep does, and `has_budget_remaining`
 //! tells when it is spent. `poll_proceed` spends a unit only when the work it allowed made
-//! progress, and `cooperative` makes any future spend it as the runtime's own do.
+//! progress, and `cooperative` makes any future spend it as tokio's does; a guard dropped where
+//! there is no budget puts none back.
 
 mod support;
 
@@ -385,9 +386,40 @@ fn a_cooperative_future_spends_a_unit_when_ready_and_none_when_pending() {
         }))
         .unwrap();
     assert!(left, "a pending poll spent the budget");
+    // As tokio's, it takes its unit before polling: with one left, a ready sleep inside it
+    // finds none, and the task yields once.
+    let polls = rt
+        .block_on(rt.spawn(polls_to_finish(async {
+            for _ in 0..127 {
+                consume_budget().await;
+            }
+            cooperative(sleep(Duration::ZERO)).await;
+        })))
+        .unwrap();
+    assert_eq!(polls, 2);
     assert!(both_finish_on_one_worker(|flag| async move {
         while !flag.load(Ordering::SeqCst) {
             cooperative(std::future::ready(())).await;
         }
     }));
+}
+
+#[test]
+fn a_restore_dropped_where_there_is_no_budget_leaves_none() {
+    let rt = running(1);
+    let polls = rt.block_on(async {
+        let restore = poll_fn(|cx| Poll::Ready(poll_proceed(cx))).await;
+        let Poll::Ready(restore) = restore else {
+            panic!("a fresh budget has units to spend");
+        };
+        polls_to_finish(unconstrained(async move {
+            drop(restore);
+            thousand_ready_sleeps().await;
+        }))
+        .await
+    });
+    assert_eq!(
+        polls, 1,
+        "the dropped guard put a budget back inside unconstrained"
+    );
 }

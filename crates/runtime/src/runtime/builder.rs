@@ -310,7 +310,7 @@ impl Builder {
     }
 
     /// Does nothing, whatever the interval: tokio's workers look for timers and I/O events
-    /// every `interval` turns, escapement's worker 0 fires due timers at the top of every
+    /// every `interval` turns; escapement's worker 0 fires due timers at the top of every
     /// turn, and there is no I/O driver. Named as tokio's, so that a builder chain ports by
     /// changing the import.
     pub fn event_interval(&mut self, interval: u32) -> &mut Builder {

@@ -161,7 +161,8 @@ pub async fn consume_budget() {
 /// This is for a future or stream of its own that can be ready again and again, so that a
 /// task looping over it still lets its worker's other tasks run, as a loop over the
 /// runtime's futures does. Drop the `RestoreOnPending` within the poll that got it: dropped in
-/// a later one, it would put back a budget from the earlier one.
+/// a later one, it would put back a budget from the earlier one (outside a task's poll it
+/// puts back nothing).
 ///
 /// Outside a task's poll and inside [`unconstrained`] it is always `Ready`, and spends
 /// nothing.
@@ -250,8 +251,14 @@ impl RestoreOnPending {
 
 impl Drop for RestoreOnPending {
     fn drop(&mut self) {
+        // Not where there is no budget (outside a task's poll, inside `unconstrained`): a
+        // guard dropped there, after the poll that took it, would leave a budget behind.
         if let Some(before) = self.before.get() {
-            let _ = LEFT.try_with(|left| left.set(before));
+            let _ = LEFT.try_with(|left| {
+                if left.get() != UNCONSTRAINED {
+                    left.set(before);
+                }
+            });
         }
     }
 }
@@ -259,14 +266,15 @@ impl Drop for RestoreOnPending {
 impl fmt::Debug for RestoreOnPending {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RestoreOnPending")
-            .field("made_progress", &self.before.get().is_none())
+            .field("restores", &self.before.get().is_some())
             .finish()
     }
 }
 
-/// Makes `future` take part in the cooperative budget, as the runtime's own futures do: each
-/// poll first looks at the budget, yields if it is spent, and otherwise polls `future`,
-/// spending a unit when it is ready. A `Pending` poll spends nothing.
+/// Makes `future` take part in the cooperative budget, as tokio's `cooperative` does: each
+/// poll takes a unit through [`poll_proceed`] (yielding if the budget is spent), polls
+/// `future`, and keeps the unit only if it is ready. A `Pending` poll spends nothing: the
+/// budget goes back to what it was before, also what `future` itself spent.
 ///
 /// # Examples
 ///
@@ -301,10 +309,10 @@ impl<F: Future> Future for Coop<F> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        std::task::ready!(poll_budget(cx));
+        let progress = std::task::ready!(poll_proceed(cx));
         let output = self.project().future.poll(cx);
         if output.is_ready() {
-            made_progress();
+            progress.made_progress();
         }
         output
     }
