@@ -82,24 +82,22 @@ impl Driver {
 
     /// A timer due at `tick`, not yet registered (it registers at its first poll).
     pub fn timer(&self, tick: u64) -> Timer {
-        Timer {
-            entry: Box::pin(TimerEntry::new(
-                DriverRef::new(&self.inner),
-                self.inner.tick_instant(tick),
-                true,
-            )),
-        }
+        self.timer_at(tick, true)
     }
 
     /// A timer due at `tick`, made as `sleep(d)` makes one: its first poll registers it
     /// without reading the clock, as for a deadline set a tick or more past a reading just
     /// taken. A model whose clock runs uses it for a tick that may pass before that poll.
     pub fn timer_from_now(&self, tick: u64) -> Timer {
+        self.timer_at(tick, false)
+    }
+
+    fn timer_at(&self, tick: u64, may_be_past: bool) -> Timer {
         Timer {
             entry: Box::pin(TimerEntry::new(
                 DriverRef::new(&self.inner),
                 self.inner.tick_instant(tick),
-                false,
+                may_be_past,
             )),
         }
     }

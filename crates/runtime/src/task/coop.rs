@@ -205,18 +205,12 @@ pub async fn consume_budget() {
 /// ```
 #[inline]
 pub fn poll_proceed(cx: &mut Context<'_>) -> Poll<RestoreOnPending> {
+    std::task::ready!(poll_budget(cx));
     let before = left();
-    if before == 0 {
-        cx.waker().wake_by_ref();
-        return Poll::Pending;
-    }
-    // Without a budget there is nothing to spend, nor to give back.
-    let constrained = before != UNCONSTRAINED;
-    if constrained {
-        let _ = LEFT.try_with(|left| left.set(before - 1));
-    }
+    made_progress();
+    // Without a budget there was nothing to spend, nor is there anything to give back.
     Poll::Ready(RestoreOnPending {
-        before: Cell::new(constrained.then_some(before)),
+        before: Cell::new((before != UNCONSTRAINED).then_some(before)),
         _not_send: PhantomData,
     })
 }
