@@ -41,8 +41,8 @@ impl fmt::Debug for Args {
     }
 }
 
-/// The runtime a tokio attribute asks for. Escapement's runtime is always multi-threaded:
-/// `CurrentThread` gives it one worker thread, as a test gets by default.
+/// The runtime a tokio attribute asks for: `CurrentThread` is what a test gets by default,
+/// a runtime whose tasks run on the thread in `block_on`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Flavor {
     MultiThread,
@@ -70,7 +70,7 @@ impl Args {
         if let (Some(Flavor::CurrentThread), Some(count)) = (args.flavor, &args.worker_threads) {
             report(syn::Error::new(
                 count.span(),
-                "`worker_threads` needs `flavor = \"multi_thread\"`: \"current_thread\" is one worker",
+                "`worker_threads` needs `flavor = \"multi_thread\"`: \"current_thread\" runs tasks on the calling thread",
             ));
         }
         match errors {

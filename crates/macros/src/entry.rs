@@ -13,7 +13,7 @@ use crate::args::{Args, Flavor};
 pub(crate) enum Entry {
     /// `#[escapement::main]`: the runtime's size defaults to the `Builder`'s.
     Main,
-    /// `#[escapement::test]`: adds `#[test]`; one worker thread unless told otherwise.
+    /// `#[escapement::test]`: adds `#[test]`; a current-thread runtime unless told otherwise.
     Test,
 }
 
@@ -120,13 +120,14 @@ impl Entry {
         let (inner, outer): (Vec<_>, Vec<_>) = attrs
             .into_iter()
             .partition(|attr| matches!(attr.style, AttrStyle::Inner(_)));
-        // The runtime's settings; `Builder::new()`'s defaults apply to what is left out.
-        let worker_threads = match (args.worker_threads, args.flavor, self) {
-            (Some(count), _, _) => Some(quote!(.worker_threads(#count))),
+        // The runtime's settings; the builder's defaults apply to what is left out. A test
+        // runs on a current-thread runtime unless told otherwise, as tokio's.
+        let builder = match (args.worker_threads, args.flavor, self) {
+            (Some(count), _, _) => quote!(new().worker_threads(#count)),
             (None, Some(Flavor::CurrentThread), _) | (None, None, Entry::Test) => {
-                Some(quote!(.worker_threads(1)))
+                quote!(new_current_thread())
             }
-            (None, Some(Flavor::MultiThread), _) | (None, None, Entry::Main) => None,
+            (None, Some(Flavor::MultiThread), _) | (None, None, Entry::Main) => quote!(new()),
         };
         let start_paused = args
             .start_paused
@@ -156,8 +157,7 @@ impl Entry {
             #vis #sig {
                 #(#inner)*
                 let #body = async #block;
-                let #runtime = #krate::Builder::new()
-                    #worker_threads
+                let #runtime = #krate::Builder::#builder
                     #start_paused
                     #name
                     .build()
@@ -207,8 +207,7 @@ mod tests {
             pub(crate) fn ticks() -> Result<(), E> {
                 #![allow(unused)]
                 let body = async { Ok(()) };
-                let runtime = ::escapement::Builder::new()
-                    .worker_threads(1)
+                let runtime = ::escapement::Builder::new_current_thread()
                     .start_paused(true)
                     .build()
                     .expect("failed to build the escapement runtime");
@@ -254,7 +253,7 @@ mod tests {
         ));
         let function = function.trim_end_matches(" { }");
         assert!(expanded.starts_with(function), "{expanded}");
-        assert!(expanded.contains(&normalized(quote!(.worker_threads(1)))));
+        assert!(expanded.contains(&normalized(quote!(new_current_thread()))));
         for message in [
             "the `async` keyword is missing",
             "test functions cannot take arguments",

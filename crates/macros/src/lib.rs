@@ -15,8 +15,8 @@
 //! #[escapement::test(start_paused = true)]      #[::core::prelude::v1::test]
 //! async fn ticks() -> Result<(), E> {           fn ticks() -> Result<(), E> {
 //!     BODY                                 =>       let body = async { BODY };
-//! }                                                 let runtime = ::escapement::Builder::new()
-//!                                                       .worker_threads(1)
+//! }                                                 let runtime =
+//!                                                       ::escapement::Builder::new_current_thread()
 //!                                                       .start_paused(true)
 //!                                                       .build()
 //!                                                       .expect("failed to build ...");
@@ -29,8 +29,9 @@
 //!   is not the return type is reported there, beside the declared type.
 //! - `body` and `runtime` are `mixed_site` identifiers: the body cannot name or shadow them.
 //! - Outer attributes stay on the function; inner ones (`#![allow(...)]`) atop its new body.
-//! - Only the arguments given become `Builder` calls, except the test's one worker thread
-//!   (also what `flavor = "current_thread"` gives; `"multi_thread"` leaves the default).
+//! - Only the arguments given become `Builder` calls. The builder is
+//!   `Builder::new_current_thread()` for a test and for `flavor = "current_thread"`, and
+//!   `Builder::new()` for `main`, for `"multi_thread"` and wherever `worker_threads` is given.
 //!   `crate = "path"` replaces `::escapement`, for a dependency renamed in `Cargo.toml`.
 //! - Parameters stay: `#[escapement::main]` on a method or a helper is a synchronous entry
 //!   point, and the `async` block borrows them. Only `main` and tests may take none.

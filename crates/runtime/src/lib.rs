@@ -71,7 +71,7 @@ struct ReadmeDoctests;
 ///
 /// | argument | value | default |
 /// | --- | --- | --- |
-/// | `flavor = "F"` | tokio's names, so its attributes port unchanged: `"multi_thread"` (the default) or `"current_thread"` (one worker thread; `worker_threads` is then an error) | `"multi_thread"` |
+/// | `flavor = "F"` | tokio's names, so its attributes port unchanged: `"multi_thread"` (the default) or `"current_thread"` ([`Builder::new_current_thread`]: tasks run on the calling thread, in `block_on`; `worker_threads` is then an error) | `"multi_thread"` |
 /// | `worker_threads = N` | a positive integer literal: [`Builder::worker_threads`] | one per available CPU, as [`Builder::new`] |
 /// | `start_paused = B` | `true` or `false`: [`Builder::start_paused`] | `false` |
 /// | `name = "S"` | a non-empty string literal: [`Builder::name`] | no name |
@@ -141,8 +141,8 @@ pub use escapement_macros::main;
 ///
 /// | argument | value | default |
 /// | --- | --- | --- |
-/// | `flavor = "F"` | as for [`main`](macro@main); `"multi_thread"` without `worker_threads` gives one worker per available CPU | `"current_thread"`: one worker |
-/// | `worker_threads = N` | a positive integer literal: [`Builder::worker_threads`] | `1`: a small runtime per test |
+/// | `flavor = "F"` | as for [`main`](macro@main); `"multi_thread"` without `worker_threads` gives one worker per available CPU | `"current_thread"`: the tasks run on the test's thread, as with tokio's |
+/// | `worker_threads = N` | a positive integer literal: [`Builder::worker_threads`], on a multi-threaded runtime | none: a current-thread runtime per test |
 /// | `start_paused = B` | `true` or `false`: [`Builder::start_paused`] | `false` |
 ///
 /// Anything else is a compile error at the offending token, as for [`main`](macro@main).
@@ -184,7 +184,8 @@ pub use escapement_macros::main;
 /// # Expansion
 ///
 /// As for [`main`](macro@main), with `#[::core::prelude::v1::test]` added before the
-/// function's attributes and `.worker_threads(1)` unless told otherwise.
+/// function's attributes and `Builder::new_current_thread()` in place of `Builder::new()`
+/// unless told otherwise.
 //
 // Rustdoc builds examples without `--test`, which strips `#[test]` functions: the examples
 // above check that the attribute expands; tests/macros.rs runs the same tests.

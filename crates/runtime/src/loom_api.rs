@@ -59,7 +59,7 @@ impl Driver {
         let tick = Duration::from_millis(1);
         let (parker, unparker) = DriverParker::new(tick).expect("the loom parker cannot fail");
         let clock = Clock::new(origin, tick, paused);
-        let inner = driver::Driver::new(clock, origin, tick, unparker, shards, true);
+        let inner = driver::Driver::new(clock, origin, tick, unparker, shards, shards, true);
         (
             Driver {
                 inner: inner.clone(),

@@ -208,6 +208,11 @@ impl Parker {
 }
 
 impl Unparker {
+    /// Whether `other` wakes the same thread's parker.
+    pub(crate) fn is_same(&self, other: &Unparker) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Wakes the parked thread, or makes its next park return at once.
     pub(crate) fn unpark(&self) {
         let inner = &*self.inner;
@@ -304,6 +309,7 @@ mod tests {
             origin,
             tick,
             unparker,
+            2,
             2,
             false,
         );

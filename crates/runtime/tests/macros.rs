@@ -51,30 +51,42 @@ async fn runs_the_body_on_the_test_thread() {
     assert_eq!(answer, 42);
 }
 
-/// Runs tasks and checks that every one ran on worker 0.
-async fn one_worker_runs_every_task() {
+/// Checks that the runtime is a current-thread one: the tasks it spawns run on the thread of
+/// the test's body, and only once the body yields.
+async fn tasks_run_on_the_body_thread() {
+    assert_eq!(
+        Handle::current().runtime_flavor(),
+        escapement::runtime::RuntimeFlavor::CurrentThread
+    );
+    let started = Arc::new(AtomicUsize::new(0));
     let tasks: Vec<_> = (0..8)
         .map(|_| {
-            escapement::spawn(async {
-                thread::sleep(Duration::from_millis(1));
-                thread::current().name().unwrap_or_default().to_owned()
+            let started = started.clone();
+            escapement::spawn(async move {
+                started.fetch_add(1, Ordering::SeqCst);
+                thread::current().id()
             })
         })
         .collect();
+    assert_eq!(
+        started.load(Ordering::SeqCst),
+        0,
+        "no task ran before a yield"
+    );
     for task in tasks {
-        assert_eq!(task.await.unwrap(), "escapement-worker-0");
+        assert_eq!(task.await.unwrap(), thread::current().id());
     }
 }
 
 #[escapement::test]
-async fn a_test_runtime_has_one_worker_by_default() {
-    one_worker_runs_every_task().await;
+async fn a_test_runtime_is_a_current_thread_one_by_default() {
+    tasks_run_on_the_body_thread().await;
 }
 
-/// tokio's `current_thread` flavor: escapement's runtime with one worker.
+/// tokio's `current_thread` flavor, named.
 #[escapement::test(flavor = "current_thread")]
-async fn the_current_thread_flavor_is_one_worker() {
-    one_worker_runs_every_task().await;
+async fn the_current_thread_flavor_runs_tasks_on_the_test_thread() {
+    tasks_run_on_the_body_thread().await;
 }
 
 #[escapement::test(flavor = "multi_thread", worker_threads = 2)]

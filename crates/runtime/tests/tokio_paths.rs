@@ -27,12 +27,14 @@ fn the_runtime_module_holds_tokios_names() {
 }
 
 #[test]
-fn every_runtime_is_multi_threaded() {
+fn each_builder_gives_its_flavor() {
     let current = Builder::new_current_thread().build().unwrap();
     assert_eq!(
         current.handle().runtime_flavor(),
-        RuntimeFlavor::MultiThread
+        RuntimeFlavor::CurrentThread
     );
+    let inside = current.block_on(async { Handle::current().runtime_flavor() });
+    assert_eq!(inside, RuntimeFlavor::CurrentThread);
     let multi = Runtime::new().unwrap();
     let inside = multi.block_on(async { Handle::current().runtime_flavor() });
     assert_eq!(inside, RuntimeFlavor::MultiThread);

@@ -9,7 +9,7 @@ use super::{Handle, Runtime};
 use crate::loom::{Arc, CallbackArc};
 use crate::park::Parker;
 use crate::scheduler::worker::{Core, Park, Worker};
-use crate::scheduler::{Local, Remote, Shared};
+use crate::scheduler::{CoreSlot, Local, Remote, Shared};
 use crate::task::BlockingPool;
 use crate::time::clock::Clock;
 use crate::time::driver::Driver;
@@ -83,11 +83,39 @@ impl Builder {
         Builder::new()
     }
 
-    /// A builder for one worker thread, which is what tokio's `current_thread` flavor comes
-    /// to here: escapement's runtime is always multi-threaded, so the tasks run on that worker
-    /// thread, not on the thread in [`block_on`](Runtime::block_on). As with tokio's, a later
-    /// [`worker_threads`](Builder::worker_threads) does not change the count (it still panics
-    /// for zero). Named as tokio's, so that a builder chain ports by changing the import.
+    /// A builder for a current-thread runtime, as tokio's: it starts no worker thread, and
+    /// its tasks and timers run on the thread in [`block_on`](Runtime::block_on), while it
+    /// is in `block_on`. A task spawned from the future runs only once the future yields, so
+    /// the order of events is the same from run to run. Outside `block_on` nothing runs:
+    /// spawned tasks wait, and timers fire late, when a `block_on` next runs. Two threads in
+    /// `block_on` at once take turns: one runs the tasks, the other polls its own future
+    /// until the first returns and hands the tasks over.
+    ///
+    /// [`block_in_place`](crate::task::block_in_place) panics on such a runtime, as on
+    /// tokio's; [`spawn_blocking`](crate::task::spawn_blocking) works as on any runtime. As
+    /// with tokio's, a later [`worker_threads`](Builder::worker_threads) does not change the
+    /// count (it still panics for zero). Spawned tasks must still be `Send`; a
+    /// [`LocalSet`](crate::task::LocalSet) runs those that are not.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// let rt = escapement::Builder::new_current_thread().build().unwrap();
+    /// rt.block_on(async {
+    ///     let ran = Arc::new(AtomicBool::new(false));
+    ///     let task = escapement::spawn({
+    ///         let ran = ran.clone();
+    ///         async move { ran.store(true, Ordering::Relaxed) }
+    ///     });
+    ///     // The task runs on this thread, and not before the future yields.
+    ///     assert!(!ran.load(Ordering::Relaxed));
+    ///     task.await.unwrap();
+    ///     assert!(ran.load(Ordering::Relaxed));
+    /// });
+    /// ```
     pub fn new_current_thread() -> Builder {
         let mut builder = Builder::new();
         builder.worker_threads(1);
@@ -417,7 +445,18 @@ impl Builder {
         let (driver_parker, driver_unparker) = DriverParker::new(tick)?;
         let mut driver_parker = Some(driver_parker);
         let clock = Clock::new(origin, tick, self.start_paused);
-        let driver = Driver::new(clock, origin, tick, driver_unparker, workers, self.metrics);
+        // A current-thread runtime's worker has no thread of its own: the thread in
+        // `block_on` is active, counted as such, while it runs it.
+        let active = if self.current_thread { 0 } else { workers };
+        let driver = Driver::new(
+            clock,
+            origin,
+            tick,
+            driver_unparker,
+            workers,
+            active,
+            self.metrics,
+        );
 
         let mut queues = Vec::with_capacity(workers);
         let mut parks = Vec::with_capacity(workers);
@@ -441,6 +480,14 @@ impl Builder {
             queues.push(queue);
             parks.push(park);
         }
+        // A current-thread runtime's one worker waits in a slot for a `block_on` to run it
+        // (`scheduler/current.rs`); the other flavor starts a thread per worker.
+        let core_slot = if self.current_thread {
+            let (queue, park) = queues.pop().zip(parks.pop()).expect("one worker");
+            Some(CoreSlot::new(Core { queue, park }))
+        } else {
+            None
+        };
 
         let handle = Handle {
             shared: Arc::new(Shared::new(
@@ -453,6 +500,7 @@ impl Builder {
                 self.name.as_deref().map(Box::from),
                 self.hooks.clone(),
                 self.global_queue_interval,
+                core_slot,
             )),
         };
         let mut threads = Vec::with_capacity(workers);

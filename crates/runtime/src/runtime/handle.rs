@@ -11,8 +11,7 @@ use std::task::{Context, Poll};
 use super::context::{self, ContextGuard};
 use crate::loom::Arc;
 use crate::park::Parker;
-use crate::scheduler::worker;
-use crate::scheduler::Shared;
+use crate::scheduler::{current, worker, Shared};
 use crate::task::{coop, Schedule};
 use crate::time::driver::Driver;
 use crate::time::driver_ref::{DriverRef, InShard};
@@ -131,6 +130,12 @@ impl Handle {
     /// the worker threads. While it sleeps, the thread also fires timers that come due while
     /// worker 0 is busy elsewhere.
     ///
+    /// On a runtime from [`Builder::new_current_thread`](crate::Builder::new_current_thread)
+    /// this thread runs the runtime's tasks and timers too, between polls of the future,
+    /// unless another thread's `block_on` is running them; it then takes them over when that
+    /// one returns. Unlike tokio's, this method drives such a runtime as
+    /// [`Runtime::block_on`](crate::Runtime::block_on) does.
+    ///
     /// It works from any thread that is not one of a runtime's workers, for as long as the
     /// handle lives. Once the [`Runtime`](crate::Runtime) is dropped, tasks spawned from the
     /// future are cancelled at once and its timers panic when polled, as for any handle.
@@ -167,10 +172,13 @@ impl Handle {
         // runtime, but from this thread's credit (`time::driver_ref`).
         let _shard = InShard::enter(&self.shared.driver, 0);
         let _active = Active::new(self.driver_arc());
+        let mut future = pin!(future);
+        if let Some(slot) = &self.shared.core_slot {
+            return current::block_on(self, slot, future);
+        }
         let parker = Parker::new(self.driver_arc());
         let waker = parker.unparker().into_waker();
         let mut cx = Context::from_waker(&waker);
-        let mut future = pin!(future);
         loop {
             if let Poll::Ready(output) = coop::budget(|| future.as_mut().poll(&mut cx)) {
                 return output;
@@ -217,10 +225,10 @@ impl Handle {
         self.shared.id
     }
 
-    /// The kind of runtime this is: always [`RuntimeFlavor::MultiThread`], whatever the
-    /// builder, since every escapement runtime runs its tasks on worker threads of its own.
-    /// A runtime from [`Builder::new_current_thread`](crate::Builder::new_current_thread)
-    /// has one such worker; its tasks must be `Send`, as on any multi-threaded runtime.
+    /// The kind of runtime this is: [`RuntimeFlavor::CurrentThread`] for one from
+    /// [`Builder::new_current_thread`](crate::Builder::new_current_thread), whose tasks run
+    /// on the thread in `block_on`, and [`RuntimeFlavor::MultiThread`] for one with worker
+    /// threads of its own.
     ///
     /// # Examples
     ///
@@ -228,10 +236,16 @@ impl Handle {
     /// use escapement::runtime::{Builder, RuntimeFlavor};
     ///
     /// let rt = Builder::new_current_thread().build().unwrap();
+    /// assert_eq!(rt.handle().runtime_flavor(), RuntimeFlavor::CurrentThread);
+    /// let rt = Builder::new().build().unwrap();
     /// assert_eq!(rt.handle().runtime_flavor(), RuntimeFlavor::MultiThread);
     /// ```
     pub fn runtime_flavor(&self) -> RuntimeFlavor {
-        RuntimeFlavor::MultiThread
+        if self.shared.core_slot.is_some() {
+            RuntimeFlavor::CurrentThread
+        } else {
+            RuntimeFlavor::MultiThread
+        }
     }
 
     /// A view of the runtime's metrics, read when its methods are called; see
@@ -279,10 +293,10 @@ fn outside_runtime(what: &str) -> ! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RuntimeFlavor {
-    /// Tasks run on the thread that calls `block_on`. Escapement has no such runtime; the
-    /// name is here so that code matching on tokio's flavors ports.
+    /// Tasks run on the thread that calls `block_on`, while it is in `block_on`: a runtime
+    /// from [`Builder::new_current_thread`](crate::Builder::new_current_thread).
     CurrentThread,
-    /// Tasks run on worker threads of the runtime's own: every escapement runtime.
+    /// Tasks run on worker threads of the runtime's own.
     MultiThread,
 }
 

@@ -69,9 +69,10 @@ impl Runtime {
     }
 
     /// Runs `future` to completion on this thread, which sleeps whenever the future is
-    /// pending. Tasks spawned meanwhile run on the worker threads. While it sleeps, the
-    /// thread also fires timers that come due while worker 0 is busy elsewhere. See
-    /// [`Handle::block_on`], which this calls.
+    /// pending. Tasks spawned meanwhile run on the worker threads, or on this thread for a
+    /// runtime from [`Builder::new_current_thread`]. While it sleeps, the thread also fires
+    /// timers that come due while worker 0 is busy elsewhere. See [`Handle::block_on`],
+    /// which this calls.
     ///
     /// # Panics
     ///
@@ -156,10 +157,20 @@ impl Runtime {
         }
         let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
         shared.begin_shutdown();
+        // A `block_on` that took a current-thread runtime's worker before the shutdown began
+        // is counted live once the slot's lock has been taken since.
+        if let Some(slot) = &shared.core_slot {
+            slot.barrier();
+        }
         // A runtime dropped on one of its own workers cannot wait for that worker, which is
         // in the poll doing the drop; it waits for the others.
         let on_own_worker = worker::is_worker_of(shared);
         let others_exited = shared.wait_for_workers(usize::from(on_own_worker), deadline);
+        // A current-thread runtime's worker left in its slot leaves here, as a worker thread
+        // does at shutdown: what its queue holds is dropped.
+        if let Some(core) = shared.core_slot.as_ref().and_then(|slot| slot.take()) {
+            while core.queue.pop().is_some() {}
+        }
         // The threads a worker was handed to belong to the blocking pool, waited for below.
         for thread in std::mem::take(&mut self.threads) {
             if (others_exited && !on_own_worker) || crate::loom::is_finished(&thread) {

@@ -5,7 +5,11 @@
 //! the injector. Either way the waker then asks [`Idle`] whether a sleeping worker should wake
 //! to take it. Worker 0 is special in one way only: it owns the timer driver, fires due
 //! timers each turn, and sleeps on the driver instead of a condvar.
+//!
+//! A current-thread runtime has worker 0 alone, and no thread for it: the thread in
+//! `block_on` runs it (`current.rs`).
 
+pub(crate) mod current;
 mod idle;
 mod queue;
 pub(crate) mod worker;
@@ -20,6 +24,7 @@ use crate::task::list::OwnedTasks;
 use crate::task::{BlockingJob, BlockingPool, Notified, Schedule, Task};
 use crate::time::driver::Driver;
 
+pub(crate) use current::CoreSlot;
 pub(crate) use idle::Idle;
 pub(crate) use queue::{Injector, Local, Stealer};
 
@@ -48,6 +53,9 @@ pub(crate) struct Shared {
     pub(crate) name: Option<Box<str>>,
     /// The runtime's id, which [`Handle::id`] returns.
     pub(crate) id: RuntimeId,
+    /// A current-thread runtime's worker, while no `block_on` runs it; `None` for a
+    /// multi-threaded runtime (`current.rs`).
+    pub(crate) core_slot: Option<CoreSlot>,
 }
 
 /// What other threads need to reach one worker.
@@ -65,8 +73,11 @@ impl Shared {
         name: Option<Box<str>>,
         hooks: ThreadHooks,
         global_queue_interval: u32,
+        core_slot: Option<CoreSlot>,
     ) -> Shared {
         let workers = remotes.len();
+        // A current-thread runtime's worker has no thread until a `block_on` takes it.
+        let threads = if core_slot.is_some() { 0 } else { workers };
         Shared {
             injector: Injector::new(),
             idle: Idle::new(workers),
@@ -75,13 +86,14 @@ impl Shared {
             driver,
             blocking,
             shutdown: AtomicBool::new(false),
-            live_workers: Mutex::new(workers),
+            live_workers: Mutex::new(threads),
             workers_exited: Condvar::new(),
             hooks,
             global_queue_interval,
             spawned: AtomicUsize::new(0),
             name,
             id: RuntimeId::next(),
+            core_slot,
         }
     }
 

@@ -276,6 +276,47 @@ impl Drop for InClosure {
     }
 }
 
+/// Makes this thread worker `index` of `handle`'s runtime, with `core`: a worker thread at
+/// the start of its loop, a current-thread runtime's `block_on` when it takes the core.
+/// Returns the thread's timer slack from before, which worker 0 cuts.
+pub(crate) fn install(handle: &Handle, index: usize, core: Core) -> TimerSlack {
+    let slack = match &core.park {
+        Park::Driver(parker) => Some(parker.on_worker_thread()),
+        Park::Thread(_) => None,
+    };
+    LOCAL.with(|local| {
+        *local.borrow_mut() = Some(WorkerLocal {
+            handle: handle.clone(),
+            index,
+            queue: Some(core.queue),
+            park: Some(core.park),
+            in_closure: false,
+        })
+    });
+    handle.shared.driver.metrics().enter_worker(index);
+    TimerSlack(slack)
+}
+
+/// Undoes [`install`] on a thread that is not a worker thread: it stops being the worker and
+/// gets its timer slack back. Returns the core, unless a panic in its park lost it.
+pub(crate) fn uninstall(slack: &TimerSlack) -> Option<Core> {
+    let local = LOCAL
+        .try_with(|local| local.borrow_mut().take())
+        .ok()
+        .flatten()?;
+    local.handle.shared.driver.metrics().exit_worker();
+    if let Some(slack) = &slack.0 {
+        slack.restore();
+    }
+    Some(Core {
+        queue: local.queue?,
+        park: local.park?,
+    })
+}
+
+/// The timer slack a thread had before [`install`] made it worker 0.
+pub(crate) struct TimerSlack(Option<crate::time::park::TimerSlack>);
+
 impl Worker {
     pub(crate) fn new(handle: Handle, index: usize) -> Worker {
         Worker {
@@ -296,20 +337,9 @@ impl Worker {
     /// thread.
     pub(crate) fn run(mut self, core: Core) {
         let _enter = context::enter(self.handle.clone());
-        if let Park::Driver(parker) = &core.park {
-            parker.on_worker_thread();
-        }
-        LOCAL.with(|local| {
-            *local.borrow_mut() = Some(WorkerLocal {
-                handle: self.handle.clone(),
-                index: self.index,
-                queue: Some(core.queue),
-                park: Some(core.park),
-                in_closure: false,
-            })
-        });
+        // A worker thread keeps the slack it is given until it exits.
+        let _slack = install(&self.handle, self.index, core);
         let driver = self.shared().driver.clone();
-        driver.metrics().enter_worker(self.index);
         // The timers made on this thread count in its own shard, from its credit; dropped
         // after `_exit`, so the tasks that `Exit` drops still give their counts back to it.
         let _shard = InShard::enter(&driver, self.index);
@@ -333,6 +363,27 @@ impl Worker {
             }
             self.park();
         }
+    }
+
+    /// Runs up to `max` turns of a current-thread runtime's worker, each firing due timers
+    /// and running one task, and stops early when the queues are empty. Returns whether it ran
+    /// a task.
+    pub(crate) fn run_batch(&mut self, max: u32) -> bool {
+        let mut ran = false;
+        for _ in 0..max {
+            self.turn = self.turn.wrapping_add(1);
+            self.handle.shared.driver.maybe_process();
+            let Some(task) = self.next_task() else {
+                break;
+            };
+            let role = self.run_task(task);
+            debug_assert!(
+                role != Role::HandedOff,
+                "block_in_place refuses a current-thread runtime"
+            );
+            ran = true;
+        }
+        ran
     }
 
     /// Runs `task`; returns `HandedOff` if its poll handed the worker to another thread.
@@ -420,7 +471,7 @@ impl Worker {
         })
     }
 
-    fn park(&mut self) {
+    pub(crate) fn park(&mut self) {
         let shared = &self.handle.shared;
         shared.hooks.park();
         let was_searching = std::mem::take(&mut self.searching);

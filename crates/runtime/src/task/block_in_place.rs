@@ -24,7 +24,7 @@ use crate::task::coop;
 /// goes back to the pool, idle, for the next closure or hand-off; a thread the runtime
 /// started as a worker exits. The task's later polls run on the workers as usual.
 ///
-/// Anywhere else (in [`block_on`](crate::Runtime::block_on), in a
+/// Anywhere else (in a multi-threaded runtime's [`block_on`](crate::Runtime::block_on), in a
 /// [`spawn_blocking`](crate::task::spawn_blocking) closure, outside any runtime, or inside a
 /// `block_in_place` closure) it just calls `f`; in `block_on`, `f` may call `block_on` again,
 /// as tokio allows. So it does if the worker cannot be handed off (the runtime shut down
@@ -62,16 +62,31 @@ use crate::task::coop;
 ///
 /// # Panics
 ///
-/// Only if `f` does; the panic propagates to the caller, and from a task becomes its
-/// [`JoinError`](crate::JoinError) as usual.
+/// On a runtime from [`Builder::new_current_thread`](crate::Builder::new_current_thread),
+/// in its `block_on` or a task it runs, as tokio's does: the runtime's one thread would
+/// block, and every task with it. Otherwise only if `f` does; the panic propagates to the
+/// caller, and from a task becomes its [`JoinError`](crate::JoinError) as usual.
+#[track_caller]
 pub fn block_in_place<F, R>(f: F) -> R
 where
     F: FnOnce() -> R,
 {
+    assert!(
+        !in_current_thread_runtime(),
+        "block_in_place was called on a current-thread runtime, whose one thread would block \
+         with every task on it; use spawn_blocking, or a runtime from Builder::new"
+    );
     let _outside = worker::hand_off();
     // Inside `block_on`, the closure may block on a future again, as on a worker.
     let _nested = context::exit_blocking();
     // The closure is not the task's poll: a future it polls by other means (another
     // executor, a loop of its own) must not find the task's budget spent.
     coop::without_budget(f)
+}
+
+/// Whether this thread is in `block_on` of a current-thread runtime: in its future, or in a
+/// task it runs.
+fn in_current_thread_runtime() -> bool {
+    context::is_blocking()
+        && context::with_handle(|handle| handle.shared.core_slot.is_some()).unwrap_or(false)
 }

@@ -252,13 +252,15 @@ struct Inner {
 }
 
 impl Driver {
-    /// A driver for a runtime whose `workers` threads start out active.
+    /// A driver for a runtime of `workers` workers, of which `active` threads start out
+    /// active.
     pub(crate) fn new(
         clock: Clock,
         origin: std::time::Instant,
         tick: Duration,
         unparker: DriverUnparker,
         workers: usize,
+        active: usize,
         metrics: bool,
     ) -> Arc<Driver> {
         Arc::new(Driver {
@@ -279,7 +281,7 @@ impl Driver {
             origin,
             tick_ns: u64::try_from(tick.as_nanos()).unwrap_or(u64::MAX).max(1),
             unparker,
-            active: AtomicUsize::new(workers),
+            active: AtomicUsize::new(active),
             waking: AtomicUsize::new(0),
             worker0_parked: AtomicBool::new(false),
             metrics: Metrics::new(workers, metrics),

@@ -90,6 +90,24 @@ pub(crate) struct DriverUnparker {
     raw: Arc<LoomWake>,
 }
 
+/// A thread's timer slack from before it became worker 0 (see
+/// [`DriverParker::on_worker_thread`]).
+#[derive(Debug)]
+pub(crate) struct TimerSlack(
+    #[cfg(all(not(loom), all(target_os = "linux", not(miri))))] Option<libc::c_ulong>,
+    #[cfg(not(all(not(loom), all(target_os = "linux", not(miri)))))] (),
+);
+
+impl TimerSlack {
+    /// Gives this thread the slack it had back. Call it on the thread it came from.
+    pub(crate) fn restore(&self) {
+        #[cfg(all(not(loom), all(target_os = "linux", not(miri))))]
+        if let Some(slack) = self.0 {
+            timerfd::set_timer_slack(slack);
+        }
+    }
+}
+
 /// Under loom, the longest park that returns at once (see the module notes).
 #[cfg(loom)]
 pub(crate) const LOOM_SHORT_PARK: Duration = Duration::from_secs(3600);
@@ -135,11 +153,15 @@ impl DriverParker {
         }
     }
 
-    /// Called once on worker 0's thread before it first parks: on Linux, cuts the thread's
-    /// timer slack to a nanosecond, so the kernel fires its timer on time.
-    pub(crate) fn on_worker_thread(&self) {
+    /// Called on worker 0's thread before it first parks: on Linux, cuts the thread's timer
+    /// slack to a nanosecond, so the kernel fires its timer on time. Returns the slack it had,
+    /// for a thread that is worker 0 only for a while (a current-thread runtime's `block_on`)
+    /// to [`restore`](TimerSlack::restore) when it stops being.
+    pub(crate) fn on_worker_thread(&self) -> TimerSlack {
         #[cfg(all(not(loom), all(target_os = "linux", not(miri))))]
-        timerfd::minimal_timer_slack();
+        return TimerSlack(timerfd::minimal_timer_slack());
+        #[cfg(not(all(not(loom), all(target_os = "linux", not(miri)))))]
+        TimerSlack(())
     }
 
     /// Blocks until unparked, nudged, or `wakeup` comes (`None`: no timeout). Returns at once
@@ -322,12 +344,21 @@ mod timerfd {
     }
 
     /// Asks the kernel to fire this thread's timers with a nanosecond of slack instead of the
-    /// default 50 µs.
-    pub(super) fn minimal_timer_slack() {
+    /// default 50 µs; returns the slack the thread had (`None` if it could not be read).
+    pub(super) fn minimal_timer_slack() -> Option<libc::c_ulong> {
+        // SAFETY: `PR_GET_TIMERSLACK` takes no argument and returns the calling thread's
+        // slack, or -1 on failure.
+        let previous = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK) };
+        set_timer_slack(1);
+        libc::c_ulong::try_from(previous).ok()
+    }
+
+    /// Sets this thread's timer slack to `slack` nanoseconds.
+    pub(super) fn set_timer_slack(slack: libc::c_ulong) {
         // SAFETY: `PR_SET_TIMERSLACK` takes one integer argument and affects only the calling
-        // thread; a failure leaves the default slack, which is still correct.
+        // thread; a failure leaves the slack as it was, which is still correct.
         unsafe {
-            libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+            libc::prctl(libc::PR_SET_TIMERSLACK, slack);
         }
     }
 }

@@ -16,7 +16,7 @@ pub(crate) fn paused_driver(shards: usize) -> Arc<Driver> {
     let tick = Duration::from_millis(1);
     let (_parker, unparker) = DriverParker::new(tick).expect("a poll");
     let clock = Clock::new(origin, tick, true);
-    Driver::new(clock, origin, tick, unparker, shards, true)
+    Driver::new(clock, origin, tick, unparker, shards, shards, true)
 }
 
 /// A waker that, the first time it is woken, has the driver process at an older tick,

@@ -1,0 +1,308 @@
+//! The current-thread runtime (`Builder::new_current_thread`): its tasks and timers run on
+//! the thread in `block_on`, in an order that is the same from run to run, and nothing runs
+//! outside `block_on`; two threads in `block_on` take turns with the tasks; shutdown drops
+//! the tasks left queued; `block_in_place` panics there, as on tokio's.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread;
+
+use escapement::time::{sleep, Duration, Instant};
+use escapement::{task, Builder, Runtime};
+
+fn current_thread() -> Runtime {
+    Builder::new_current_thread().build().expect("a runtime")
+}
+
+/// Sets its flag when dropped.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn tasks_run_on_the_block_on_thread_in_the_order_they_were_spawned() {
+    let rt = current_thread();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let tasks = rt.block_on(async {
+        let tasks: Vec<_> = (0..5)
+            .map(|i| {
+                let order = order.clone();
+                escapement::spawn(async move {
+                    order.lock().unwrap().push(i);
+                    task::yield_now().await;
+                    order.lock().unwrap().push(10 + i);
+                    thread::current().id()
+                })
+            })
+            .collect();
+        assert!(
+            order.lock().unwrap().is_empty(),
+            "nothing ran before a yield"
+        );
+        let mut threads = Vec::new();
+        for task in tasks {
+            threads.push(task.await.unwrap());
+        }
+        threads
+    });
+    assert!(tasks.iter().all(|&id| id == thread::current().id()));
+    // Each task yields once, and goes to the back of the queue behind the others.
+    assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3, 4, 10, 11, 12, 13, 14]);
+}
+
+#[test]
+fn no_task_runs_outside_block_on() {
+    let rt = current_thread();
+    let ran = Arc::new(AtomicBool::new(false));
+    let task = rt.spawn({
+        let ran = ran.clone();
+        async move { ran.store(true, Ordering::SeqCst) }
+    });
+    thread::sleep(std::time::Duration::from_millis(50));
+    assert!(!ran.load(Ordering::SeqCst), "ran with no block_on");
+    rt.block_on(task).unwrap();
+    assert!(ran.load(Ordering::SeqCst));
+    // A task spawned by another task while in block_on and left behind waits for the next.
+    let second = rt
+        .block_on(async { Some(escapement::spawn(async { thread::current().id() })) })
+        .unwrap();
+    let here = thread::current().id();
+    let elsewhere = thread::spawn(move || rt.block_on(second).unwrap())
+        .join()
+        .unwrap();
+    assert_ne!(
+        elsewhere, here,
+        "it ran in the second block_on, on its thread"
+    );
+}
+
+#[test]
+fn timers_fire_in_tasks_and_in_the_future() {
+    let rt = current_thread();
+    let start = std::time::Instant::now();
+    let fired = rt.block_on(async {
+        let tasks: Vec<_> = (1..=20u64)
+            .map(|ms| {
+                escapement::spawn(async move {
+                    let deadline = Instant::now() + Duration::from_millis(ms);
+                    sleep(Duration::from_millis(ms)).await;
+                    Instant::now() >= deadline
+                })
+            })
+            .collect();
+        sleep(Duration::from_millis(5)).await;
+        let mut never_early = true;
+        for task in tasks {
+            never_early &= task.await.unwrap();
+        }
+        never_early
+    });
+    assert!(fired, "no timer fired early");
+    assert!(start.elapsed() >= std::time::Duration::from_millis(20));
+}
+
+#[test]
+fn a_paused_clock_jumps_when_the_thread_has_nothing_else_to_do() {
+    let rt = Builder::new_current_thread()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let wall = std::time::Instant::now();
+    let order = rt.block_on(async {
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let tasks: Vec<_> = [3u64, 1, 2]
+            .into_iter()
+            .map(|hours| {
+                let order = order.clone();
+                escapement::spawn(async move {
+                    sleep(Duration::from_secs(3600 * hours)).await;
+                    order.lock().unwrap().push(hours);
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        let order = order.lock().unwrap().clone();
+        order
+    });
+    assert_eq!(order, [1, 2, 3]);
+    assert!(wall.elapsed() < std::time::Duration::from_secs(60));
+}
+
+#[test]
+fn a_wake_from_another_thread_reaches_the_parked_block_on() {
+    let rt = current_thread();
+    let (sender, receiver) = futures::channel::oneshot::channel();
+    let waker = thread::spawn(move || {
+        thread::sleep(std::time::Duration::from_millis(30));
+        sender.send(7).unwrap();
+    });
+    assert_eq!(rt.block_on(receiver).unwrap(), 7);
+    waker.join().unwrap();
+    // And a task woken from another thread, awaited by the future.
+    let (sender, receiver) = futures::channel::oneshot::channel();
+    let task = rt.spawn(async move { receiver.await.unwrap() * 6 });
+    let waker = thread::spawn(move || {
+        thread::sleep(std::time::Duration::from_millis(30));
+        sender.send(7).unwrap();
+    });
+    assert_eq!(rt.block_on(task).unwrap(), 42);
+    waker.join().unwrap();
+}
+
+#[test]
+fn two_threads_in_block_on_take_turns_with_the_tasks() {
+    let rt = Arc::new(current_thread());
+    let (started, wait_started) = mpsc::channel();
+    let (release, released) = futures::channel::oneshot::channel::<()>();
+    // The first thread holds the tasks until `release` fires.
+    let first = thread::spawn({
+        let rt = rt.clone();
+        move || {
+            rt.block_on(async move {
+                started.send(thread::current().id()).unwrap();
+                released.await.unwrap();
+            });
+        }
+    });
+    let first_id = wait_started.recv().unwrap();
+    // The second thread spawns a task: the first thread's block_on runs it.
+    let ran_on = rt.block_on(async { escapement::spawn(async { thread::current().id() }).await });
+    assert_eq!(ran_on.unwrap(), first_id);
+    // The second thread waits on a timer and a task while the first returns: it takes the
+    // tasks over and runs them itself.
+    let rt2 = rt.clone();
+    let second = thread::spawn(move || {
+        rt2.block_on(async {
+            let task = escapement::spawn(async {
+                sleep(Duration::from_millis(30)).await;
+                thread::current().id()
+            });
+            sleep(Duration::from_millis(10)).await;
+            (task.await.unwrap(), thread::current().id())
+        })
+    });
+    thread::sleep(std::time::Duration::from_millis(5));
+    release.send(()).unwrap();
+    first.join().unwrap();
+    let (task_thread, second_thread) = second.join().unwrap();
+    assert_ne!(second_thread, first_id);
+    assert_eq!(
+        task_thread, second_thread,
+        "the second thread took the tasks over"
+    );
+}
+
+#[test]
+fn dropping_the_runtime_drops_the_tasks_left_queued() {
+    let rt = current_thread();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let guard = SetOnDrop(dropped.clone());
+    let _never = rt.spawn(async move {
+        let _guard = guard;
+        std::future::pending::<()>().await;
+    });
+    // And one that ran once and is parked on a timer.
+    let parked = Arc::new(AtomicBool::new(false));
+    let guard = SetOnDrop(parked.clone());
+    rt.block_on(async {
+        escapement::spawn(async move {
+            let _guard = guard;
+            sleep(Duration::from_secs(3600)).await;
+        });
+        task::yield_now().await;
+    });
+    assert!(!dropped.load(Ordering::SeqCst) && !parked.load(Ordering::SeqCst));
+    drop(rt);
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the queued task was dropped"
+    );
+    assert!(
+        parked.load(Ordering::SeqCst),
+        "the sleeping task was dropped"
+    );
+}
+
+#[test]
+fn a_runtime_shut_down_while_another_thread_runs_its_tasks_cancels_them() {
+    let rt = current_thread();
+    let handle = rt.handle().clone();
+    let (started, wait_started) = mpsc::channel();
+    let waiting = thread::spawn(move || {
+        handle.block_on(async {
+            let task = escapement::spawn(std::future::pending::<()>());
+            started.send(()).unwrap();
+            task.await
+        })
+    });
+    wait_started.recv().unwrap();
+    drop(rt);
+    let joined = waiting.join().unwrap();
+    assert!(joined.unwrap_err().is_cancelled());
+}
+
+#[test]
+fn block_in_place_panics_in_the_future_and_in_a_task() {
+    let rt = current_thread();
+    let in_future = catch_unwind(AssertUnwindSafe(|| {
+        rt.block_on(async { task::block_in_place(|| 1) })
+    }));
+    let payload = in_future.unwrap_err();
+    let message = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or(payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or_default();
+    assert!(message.contains("current-thread runtime"), "{message}");
+    let in_task = rt.block_on(rt.spawn(async { task::block_in_place(|| 1) }));
+    assert!(in_task.unwrap_err().is_panic());
+    // The runtime goes on after both.
+    assert_eq!(rt.block_on(rt.spawn(async { 5 })).unwrap(), 5);
+    // In a spawn_blocking closure it runs the closure, as anywhere outside a runtime.
+    let blocking = rt.block_on(rt.spawn_blocking(|| task::block_in_place(|| 6)));
+    assert_eq!(blocking.unwrap(), 6);
+}
+
+#[test]
+fn a_panic_in_the_future_gives_the_tasks_back() {
+    let rt = current_thread();
+    let task = rt.spawn(async { 3 });
+    let panicked = catch_unwind(AssertUnwindSafe(|| {
+        rt.block_on(async { panic!("in the future") })
+    }));
+    assert!(panicked.is_err());
+    assert_eq!(
+        rt.block_on(task).unwrap(),
+        3,
+        "the next block_on runs the tasks"
+    );
+}
+
+#[test]
+fn spawn_blocking_wakes_the_block_on_thread() {
+    let rt = current_thread();
+    let count = Arc::new(AtomicUsize::new(0));
+    let total = rt.block_on(async {
+        let mut total = 0;
+        for i in 0..10 {
+            let count = count.clone();
+            total += escapement::task::spawn_blocking(move || {
+                thread::sleep(std::time::Duration::from_millis(2));
+                count.fetch_add(1, Ordering::SeqCst);
+                i
+            })
+            .await
+            .unwrap();
+        }
+        total
+    });
+    assert_eq!(total, 45);
+    assert_eq!(count.load(Ordering::SeqCst), 10);
+}

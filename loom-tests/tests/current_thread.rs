@@ -1,0 +1,54 @@
+//! Model 8f: a current-thread runtime, whose one worker runs on the thread in `block_on`
+//! (`scheduler/current.rs`). Two threads call `block_on` at once, each spawning a task and
+//! awaiting it. One takes the worker; the other polls its own future and waits in the slot's
+//! list. Whichever order they come in, each task runs once, each future completes, and the
+//! worker given back when the first `block_on` returns is taken by the second, which is
+//! unparked for it: a lost unpark leaves the second thread asleep with its task queued and
+//! nobody to run it, which loom reports as a deadlock.
+//!
+//! The second model shuts the runtime down while another thread's `block_on` has the worker
+//! and awaits a task that never completes: the shutdown waits for that thread to leave the
+//! worker, the task is cancelled, and the `block_on`, now polling on its own parker, sees the
+//! cancellation and returns.
+#![cfg(loom)]
+
+use loom::sync::Arc;
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut model = loom::model::Builder::new();
+    // Two threads running a whole runtime: bounded as model 8e is.
+    model.preemption_bound = Some(2);
+    model.check(f);
+}
+
+#[test]
+fn two_block_ons_take_turns_with_the_worker_and_each_task_runs_once() {
+    model(|| {
+        let runtime = Arc::new(escapement::Builder::new_current_thread().build().unwrap());
+        let other = loom::thread::spawn({
+            let runtime = runtime.clone();
+            move || runtime.block_on(async { escapement::spawn(async { 6 }).await.unwrap() })
+        });
+        let seven = runtime.block_on(async { escapement::spawn(async { 7 }).await.unwrap() });
+        assert_eq!(other.join().unwrap() * seven, 42);
+    });
+}
+
+#[test]
+fn a_shutdown_cancels_the_tasks_of_a_block_on_that_has_the_worker() {
+    model(|| {
+        let runtime = escapement::Builder::new_current_thread().build().unwrap();
+        let handle = runtime.handle().clone();
+        let (started, wait_started) = loom::sync::mpsc::channel();
+        let waiting = loom::thread::spawn(move || {
+            handle.block_on(async {
+                let task = escapement::spawn(std::future::pending::<()>());
+                started.send(()).unwrap();
+                task.await
+            })
+        });
+        wait_started.recv().unwrap();
+        drop(runtime);
+        assert!(waiting.join().unwrap().unwrap_err().is_cancelled());
+    });
+}
