@@ -42,6 +42,8 @@ models=(
     "31-awaited-set-registers-after-the-queue-check local_set"
     "32-tick-rearms-a-timer-being-fired timer_repoll"
     "33-unarmed-timer-keeps-its-waker timer_repoll"
+    "34-core-put-back-wakes-no-waiter current_thread"
+    "35-driving-thread-misses-the-shutdown current_thread"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"
