@@ -30,6 +30,10 @@
 //! - `spawn_outside`: trivial tasks spawned from a thread outside the runtime (`block_on`'s)
 //!   [`OUTSIDE_BATCH`] at a time, then each awaited, on 1 and on 2 workers, by wall time: an
 //!   accept loop's pattern, where each task is allocated on one thread and freed on another.
+//! - `current_thread`: on each runtime's current-thread flavor, by wall time, the loops of
+//!   `spawn_join` (a task spawned from `block_on`'s future and awaited, one at a time, both
+//!   running on that thread) and of `register_cancel`, run in `block_on`'s future itself,
+//!   since that is where a current-thread runtime runs everything.
 //!
 //! Every measured loop runs inside a spawned task that `block_on` awaits, not in `block_on`
 //! itself: a runtime's timers are meant to be used from its tasks, and with one worker the
@@ -97,6 +101,7 @@ fn main() {
     block_in_place(&mut c);
     spawn_join(&mut c);
     spawn_outside(&mut c);
+    current_thread(&mut c);
     c.final_summary();
 }
 
@@ -379,6 +384,47 @@ fn bench_outside<R: Rt>(
                 }
             });
             start.elapsed()
+        })
+    });
+}
+
+/// (m) the current-thread flavor: `spawn_join` and `register_cancel` in `block_on`'s future.
+fn current_thread(c: &mut Criterion) {
+    let mut group = c.benchmark_group("current_thread");
+    let rt = Escapement::current_thread();
+    bench_in_block_on(&mut group, "spawn_join", &rt, spawn_join_loop::<Escapement>);
+    bench_in_block_on(
+        &mut group,
+        "register_cancel",
+        &rt,
+        register_cancel_loop::<Escapement>,
+    );
+    drop(rt);
+    let rt = Tokio::current_thread();
+    bench_in_block_on(&mut group, "spawn_join", &rt, spawn_join_loop::<Tokio>);
+    bench_in_block_on(
+        &mut group,
+        "register_cancel",
+        &rt,
+        register_cancel_loop::<Tokio>,
+    );
+    group.finish();
+}
+
+/// Benchmarks `body(iters)` run in `rt.block_on`'s future, as `R::NAME/id`, by wall time.
+fn bench_in_block_on<R: Rt, F: Future<Output = ()> + Send + 'static>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    id: &str,
+    rt: &R,
+    body: fn(u64) -> F,
+) {
+    group.bench_function(BenchmarkId::new(R::NAME, id), |b| {
+        b.iter_custom(|iters| {
+            rt.block_on(R::unconstrained(async move {
+                let start = Instant::now();
+                body(iters).await;
+                start.elapsed()
+            }))
         })
     });
 }

@@ -89,6 +89,15 @@ impl Escapement {
                 .expect("escapement runtime"),
         )
     }
+
+    /// A current-thread runtime: its tasks run on the thread in `block_on`.
+    pub(crate) fn current_thread() -> Escapement {
+        Escapement(
+            escapement::Builder::new_current_thread()
+                .build()
+                .expect("escapement runtime"),
+        )
+    }
 }
 
 /// A tokio multi-threaded runtime, with the time driver.
@@ -107,6 +116,16 @@ impl Tokio {
                 .thread_name_fn(move || {
                     format!("tokio-worker-{}", next.fetch_add(1, Ordering::Relaxed))
                 })
+                .enable_time()
+                .build()
+                .expect("tokio runtime"),
+        )
+    }
+
+    /// A current-thread runtime with the time driver.
+    pub(crate) fn current_thread() -> Tokio {
+        Tokio(
+            tokio::runtime::Builder::new_current_thread()
                 .enable_time()
                 .build()
                 .expect("tokio runtime"),

@@ -57,12 +57,14 @@ pub mod __private {
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;
 
-/// Runs an `async fn` as the program's entry point, on a new multi-threaded runtime.
+/// Runs an `async fn` as the program's entry point, on a new runtime: a multi-threaded one
+/// unless `flavor = "current_thread"` asks for a current-thread one.
 ///
 /// The function becomes a plain `fn` with the same attributes, visibility, name and return
 /// type. It builds a [`Runtime`] with a [`Builder`], runs the body with
 /// [`Runtime::block_on`] on the calling thread, and drops the runtime when the body returns;
-/// spawned tasks run on the worker threads. The function must be `async`. It may return
+/// spawned tasks run on the worker threads (on the calling thread for `"current_thread"`).
+/// The function must be `async`. It may return
 /// anything `main` may, such as `Result<(), E>`, and need not be named `main`: on another
 /// function, a method included, it makes a synchronous entry point that may take
 /// arguments, and each call builds a runtime of its own. `main` itself takes none.

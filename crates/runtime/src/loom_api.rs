@@ -171,7 +171,7 @@ impl Worker0 {
 
     /// Worker 0's auto-advance attempt when it is the only active thread.
     pub fn try_auto_advance(&self) -> bool {
-        self.driver.try_auto_advance(1)
+        self.driver.try_auto_advance(1, || false)
     }
 }
 

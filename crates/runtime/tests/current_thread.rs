@@ -265,6 +265,16 @@ fn block_in_place_panics_in_the_future_and_in_a_task() {
     assert!(in_task.unwrap_err().is_panic());
     // The runtime goes on after both.
     assert_eq!(rt.block_on(rt.spawn(async { 5 })).unwrap(), 5);
+    // So it does in a task under another runtime's context: the worker would otherwise go to
+    // a thread of the blocking pool, and never come back to a block_on.
+    let multi = Runtime::new().unwrap();
+    let multi_handle = multi.handle().clone();
+    let under_other = rt.block_on(rt.spawn(async move {
+        let _other = multi_handle.enter();
+        task::block_in_place(|| 1)
+    }));
+    assert!(under_other.unwrap_err().is_panic());
+    assert_eq!(rt.block_on(rt.spawn(async { 4 })).unwrap(), 4);
     // In a spawn_blocking closure it runs the closure, as anywhere outside a runtime.
     let blocking = rt.block_on(rt.spawn_blocking(|| task::block_in_place(|| 6)));
     assert_eq!(blocking.unwrap(), 6);
@@ -305,4 +315,63 @@ fn spawn_blocking_wakes_the_block_on_thread() {
     });
     assert_eq!(total, 45);
     assert_eq!(count.load(Ordering::SeqCst), 10);
+}
+
+#[test]
+fn a_current_thread_runtime_runs_inside_block_in_place_on_a_worker() {
+    within_ten_seconds(a_current_thread_runtime_inside_block_in_place);
+}
+
+fn a_current_thread_runtime_inside_block_in_place() {
+    let multi = Builder::new().worker_threads(1).build().unwrap();
+    for _ in 0..20 {
+        let answer = multi.block_on(multi.spawn(async {
+            let queued = escapement::spawn(async { 6 });
+            // The worker's thread, its core handed off, becomes a current-thread runtime's
+            // worker for a while, and then the multi-threaded runtime's again.
+            let seven = task::block_in_place(|| {
+                current_thread().block_on(async { escapement::spawn(async { 7 }).await.unwrap() })
+            });
+            queued.await.unwrap() * seven
+        }));
+        assert_eq!(answer.unwrap(), 42);
+    }
+    assert_eq!(multi.block_on(multi.spawn(async { 1 })).unwrap(), 1);
+}
+
+/// Runs `f` on a thread of its own and fails if it takes more than ten seconds: a hang.
+fn within_ten_seconds<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done, finished) = mpsc::channel();
+    thread::spawn(move || done.send(f()).unwrap());
+    finished
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("it hung")
+}
+
+#[test]
+fn a_block_on_that_returns_when_a_spawn_woke_it_leaves_later_wakes_working() {
+    within_ten_seconds(|| {
+        let rt = current_thread();
+        let handle = rt.handle().clone();
+        let (sender, receiver) = futures::channel::oneshot::channel();
+        // While the block_on is parked, another thread spawns a task (which wakes the parked
+        // worker to look for it) and completes the future.
+        let other = thread::spawn(move || {
+            thread::sleep(std::time::Duration::from_millis(50));
+            drop(handle.spawn(async {}));
+            sender.send(()).unwrap();
+        });
+        rt.block_on(receiver).unwrap();
+        other.join().unwrap();
+        // A task woken from a blocking thread must still wake the next block_on.
+        let task = rt.spawn(async {
+            escapement::task::spawn_blocking(|| {
+                thread::sleep(std::time::Duration::from_millis(20));
+                5
+            })
+            .await
+            .unwrap()
+        });
+        assert_eq!(rt.block_on(task).unwrap(), 5);
+    });
 }

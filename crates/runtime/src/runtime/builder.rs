@@ -77,7 +77,7 @@ impl Builder {
         }
     }
 
-    /// The same as [`Builder::new`]: every escapement runtime is multi-threaded. Named as
+    /// The same as [`Builder::new`]: a runtime with worker threads of its own. Named as
     /// tokio's, so that a builder chain ports by changing the import.
     pub fn new_multi_thread() -> Builder {
         Builder::new()

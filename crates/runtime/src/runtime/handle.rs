@@ -88,7 +88,9 @@ impl Handle {
 
     /// Spawns a task onto the runtime, returning a handle to await its output.
     ///
-    /// The task starts on some worker thread right away. If the runtime has shut down, the
+    /// The task starts on some worker thread right away; on a current-thread runtime, on the
+    /// thread in `block_on`, once its future yields, or at the next `block_on` if none is
+    /// running. If the runtime has shut down, the
     /// task is cancelled at once: awaiting its handle gives a cancelled [`JoinError`].
     ///
     /// [`JoinError`]: crate::JoinError

@@ -1,4 +1,5 @@
-//! [`Runtime`]: owns the worker threads; runs a future to completion on the calling thread.
+//! [`Runtime`]: owns the worker threads (none for a current-thread runtime); runs a future to
+//! completion on the calling thread.
 
 use std::fmt;
 use std::future::Future;
@@ -12,7 +13,8 @@ use crate::scheduler::worker;
 use crate::time::driver_ref::DriverRef;
 use crate::JoinHandle;
 
-/// A multi-threaded async runtime with a timer driver.
+/// An async runtime with a timer driver: multi-threaded, or current-thread when built by
+/// [`Builder::new_current_thread`].
 ///
 /// # Examples
 ///

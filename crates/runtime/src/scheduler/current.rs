@@ -172,14 +172,14 @@ fn drive<F: Future>(
     mut future: Pin<&mut F>,
 ) -> Poll<F::Output> {
     let shared = &handle.shared;
-    let _release = Release::install(handle, slot, core);
+    let mut release = Release::install(handle, slot, core);
+    let worker = &mut release.worker;
     let main = WakeArc::new(MainWake {
         woken: AtomicBool::new(true),
         driver: shared.driver.clone(),
     });
     let waker = Waker::from(main.clone());
     let mut cx = Context::from_waker(&waker);
-    let mut worker = Worker::new(handle.clone(), 0);
     loop {
         if shared.is_shutdown() {
             return Poll::Pending;
@@ -221,16 +221,20 @@ impl Wake for MainWake {
 struct Release<'a> {
     handle: &'a Handle,
     slot: &'a CoreSlot,
-    slack: worker::TimerSlack,
+    /// `None` once dropped.
+    installed: Option<worker::Installed>,
+    /// The worker's loop state.
+    worker: Worker,
 }
 
 impl<'a> Release<'a> {
     fn install(handle: &'a Handle, slot: &'a CoreSlot, core: Core) -> Release<'a> {
-        let slack = worker::install(handle, 0, core);
+        let installed = worker::install(handle, 0, core);
         Release {
             handle,
             slot,
-            slack,
+            installed: Some(installed),
+            worker: Worker::new(handle.clone(), 0),
         }
     }
 }
@@ -238,7 +242,8 @@ impl<'a> Release<'a> {
 impl Drop for Release<'_> {
     fn drop(&mut self) {
         let shared = &self.handle.shared;
-        let core = worker::uninstall(&self.slack);
+        self.worker.end_search();
+        let core = self.installed.take().and_then(worker::uninstall);
         if shared.is_shutdown() {
             // As a worker leaving at shutdown (`worker.rs`, `Exit`).
             if let Some(core) = core {

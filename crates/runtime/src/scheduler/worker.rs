@@ -166,6 +166,18 @@ pub(crate) fn is_worker_of(shared: &Shared) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether this thread runs the worker of a current-thread runtime (in its `block_on`).
+pub(crate) fn is_current_thread_worker() -> bool {
+    LOCAL
+        .try_with(|local| {
+            local
+                .borrow()
+                .as_ref()
+                .is_some_and(|local| local.handle.shared.core_slot.is_some())
+        })
+        .unwrap_or(false)
+}
+
 /// Whether this thread is a worker of any runtime that must not block: not in the closure
 /// of `block_in_place`.
 pub(crate) fn is_nonblocking_worker_thread() -> bool {
@@ -278,14 +290,16 @@ impl Drop for InClosure {
 
 /// Makes this thread worker `index` of `handle`'s runtime, with `core`: a worker thread at
 /// the start of its loop, a current-thread runtime's `block_on` when it takes the core.
-/// Returns the thread's timer slack from before, which worker 0 cuts.
-pub(crate) fn install(handle: &Handle, index: usize, core: Core) -> TimerSlack {
+/// Returns what [`uninstall`] gives back: the thread's timer slack from before, which
+/// worker 0 cuts, and the worker the thread was, if any (a `block_on` in the closure of
+/// `block_in_place` runs on a worker thread whose core went elsewhere).
+pub(crate) fn install(handle: &Handle, index: usize, core: Core) -> Installed {
     let slack = match &core.park {
         Park::Driver(parker) => Some(parker.on_worker_thread()),
         Park::Thread(_) => None,
     };
-    LOCAL.with(|local| {
-        *local.borrow_mut() = Some(WorkerLocal {
+    let previous = LOCAL.with(|local| {
+        local.borrow_mut().replace(WorkerLocal {
             handle: handle.clone(),
             index,
             queue: Some(core.queue),
@@ -293,29 +307,41 @@ pub(crate) fn install(handle: &Handle, index: usize, core: Core) -> TimerSlack {
             in_closure: false,
         })
     });
+    let role = ROLE.with(|role| role.replace(Role::Other));
     handle.shared.driver.metrics().enter_worker(index);
-    TimerSlack(slack)
+    Installed {
+        slack,
+        previous,
+        role,
+    }
 }
 
-/// Undoes [`install`] on a thread that is not a worker thread: it stops being the worker and
-/// gets its timer slack back. Returns the core, unless a panic in its park lost it.
-pub(crate) fn uninstall(slack: &TimerSlack) -> Option<Core> {
+/// Undoes [`install`] on a thread that is not a worker thread of the runtime: it stops
+/// being the worker, and gets back its timer slack and the worker it was before. Returns the
+/// core, unless a panic in its park lost it.
+pub(crate) fn uninstall(installed: Installed) -> Option<Core> {
     let local = LOCAL
-        .try_with(|local| local.borrow_mut().take())
+        .try_with(|local| std::mem::replace(&mut *local.borrow_mut(), installed.previous))
         .ok()
-        .flatten()?;
-    local.handle.shared.driver.metrics().exit_worker();
-    if let Some(slack) = &slack.0 {
+        .flatten();
+    let _ = ROLE.try_with(|role| role.set(installed.role));
+    if let Some(slack) = &installed.slack {
         slack.restore();
     }
+    let local = local?;
+    local.handle.shared.driver.metrics().exit_worker();
     Some(Core {
         queue: local.queue?,
         park: local.park?,
     })
 }
 
-/// The timer slack a thread had before [`install`] made it worker 0.
-pub(crate) struct TimerSlack(Option<crate::time::park::TimerSlack>);
+/// What [`install`] replaced on its thread.
+pub(crate) struct Installed {
+    slack: Option<crate::time::park::TimerSlack>,
+    previous: Option<WorkerLocal>,
+    role: Role,
+}
 
 impl Worker {
     pub(crate) fn new(handle: Handle, index: usize) -> Worker {
@@ -371,23 +397,28 @@ impl Worker {
     pub(crate) fn run_batch(&mut self, max: u32) -> bool {
         let mut ran = false;
         for _ in 0..max {
+            if self.handle.shared.is_shutdown() {
+                break;
+            }
             self.turn = self.turn.wrapping_add(1);
             self.handle.shared.driver.maybe_process();
             let Some(task) = self.next_task() else {
                 break;
             };
             let role = self.run_task(task);
-            debug_assert!(
+            assert!(
                 role != Role::HandedOff,
-                "block_in_place refuses a current-thread runtime"
+                "block_in_place handed a current-thread runtime's worker off"
             );
             ran = true;
         }
         ran
     }
 
-    /// Runs `task`; returns `HandedOff` if its poll handed the worker to another thread.
-    fn run_task(&mut self, task: Task) -> Role {
+    /// Leaves the idle protocol's searching state, as a worker that found a task does. A
+    /// current-thread runtime's `block_on` calls it before it gives the core back: a wake that
+    /// counted the worker as searching must not stay counted, or no wake would reach it again.
+    pub(crate) fn end_search(&mut self) {
         if self.searching {
             self.searching = false;
             if self.shared().idle.transition_from_searching() {
@@ -395,6 +426,11 @@ impl Worker {
                 self.shared().notify_parked();
             }
         }
+    }
+
+    /// Runs `task`; returns `HandedOff` if its poll handed the worker to another thread.
+    fn run_task(&mut self, task: Task) -> Role {
+        self.end_search();
         ROLE.with(|role| role.set(Role::Polling));
         task.run();
         ROLE.with(|role| role.replace(Role::Other))
@@ -486,7 +522,10 @@ impl Worker {
                 Park::Driver(parker) => {
                     let driver = &shared.driver;
                     // A paused clock jumps instead when this is the only active thread.
-                    if !driver.try_auto_advance(1) {
+                    // Not if an unpark came since the caller looked for work: a current-
+                    // thread `block_on` whose future was woken has work, though no queue
+                    // holds it.
+                    if !driver.try_auto_advance(1, || parker.is_notified()) {
                         let wakeup = driver.prepare_park();
                         if wakeup.is_none_or(|w| !w.after.is_zero()) {
                             parker.park(driver, wakeup);

@@ -85,8 +85,9 @@ where
 }
 
 /// Whether this thread is in `block_on` of a current-thread runtime: in its future, or in a
-/// task it runs.
+/// task it runs, even under another runtime's context (whose handle the first test misses).
 fn in_current_thread_runtime() -> bool {
-    context::is_blocking()
-        && context::with_handle(|handle| handle.shared.core_slot.is_some()).unwrap_or(false)
+    worker::is_current_thread_worker()
+        || (context::is_blocking()
+            && context::with_handle(|handle| handle.shared.core_slot.is_some()).unwrap_or(false))
 }

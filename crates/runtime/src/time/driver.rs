@@ -616,7 +616,10 @@ impl Driver {
     /// only while the count is still `active`, and a thread that becomes active before the
     /// clock has moved waits in [`Driver::activate`]. A thread that found the count above
     /// `active` and went on to read the clock never sees it jump under it.
-    pub(crate) fn try_auto_advance(&self, active: usize) -> bool {
+    ///
+    /// `woken` is asked once `ADVANCING` is claimed: worker 0 was unparked since it looked for
+    /// work, by a wake that has already come and gone from the count, and does not jump.
+    pub(crate) fn try_auto_advance(&self, active: usize, woken: impl FnOnce() -> bool) -> bool {
         if !self.clock.is_paused()
             || self
                 .active
@@ -628,6 +631,10 @@ impl Driver {
                 )
                 .is_err()
         {
+            return false;
+        }
+        if woken() {
+            self.active.fetch_and(!ADVANCING, Ordering::SeqCst);
             return false;
         }
         let to = self

@@ -164,6 +164,11 @@ impl DriverParker {
         TimerSlack(())
     }
 
+    /// Whether an unpark is pending, which the next park would return at once for.
+    pub(crate) fn is_notified(&self) -> bool {
+        self.state.is_notified()
+    }
+
     /// Blocks until unparked, nudged, or `wakeup` comes (`None`: no timeout). Returns at once
     /// if an unpark is pending, or if this thread was the last active one of a paused runtime
     /// with timers pending (the caller then advances the clock).

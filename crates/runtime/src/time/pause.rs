@@ -5,9 +5,10 @@
 //! knows of is idle and a timer is pending, worker 0 moves the clock straight to that timer
 //! and fires it (auto-advance; the accounting is in `crate::park`). A test of a day-long
 //! sleep finishes at once, and a program whose tasks are parked when it moves the clock
-//! observes the same instants on every run. (Tasks run on worker threads beside the caller: a
-//! task spawned just before an `advance` may not have reached its first timer yet, so wait
-//! for it, with a channel say, rather than yield.)
+//! observes the same instants on every run. (On a multi-threaded runtime, tasks run on worker
+//! threads beside the caller: a task spawned just before an `advance` may not have reached its
+//! first timer yet, so wait for it, with a channel say, rather than yield. On a current-thread
+//! runtime they run on the caller's thread whenever it yields, as on tokio's.)
 
 use std::fmt;
 use std::future::Future;
@@ -26,7 +27,8 @@ use crate::runtime::Handle;
 /// put until [`resume`]. The clock freezes at its current reading rounded up to the next
 /// timer tick, so durations that are whole ticks line up exactly.
 ///
-/// Works on the multi-threaded runtime with any number of workers.
+/// Works on the current-thread runtime and on the multi-threaded one with any number of
+/// workers.
 ///
 /// # Examples
 ///
