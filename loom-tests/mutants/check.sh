@@ -44,6 +44,7 @@ models=(
     "33-unarmed-timer-keeps-its-waker timer_repoll"
     "34-core-put-back-wakes-no-waiter current_thread"
     "35-driving-thread-misses-the-shutdown current_thread"
+    "36-auto-advance-ignores-a-pending-unpark current_thread"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

@@ -10,7 +10,18 @@
 //! and awaits a task that never completes: the shutdown waits for that thread to leave the
 //! worker, the task is cancelled, and the `block_on`, now polling on its own parker, sees the
 //! cancellation and returns.
+//!
+//! The third runs a paused clock: the future in `block_on` waits on a sleep of 1 ms and a
+//! `spawn_blocking` job, which keeps the clock from moving until it has woken the future. The
+//! thread may find nothing to do just before the wake, and go to park just after the job has
+//! left the count of busy threads; it must see the wake then and poll the future, not jump the
+//! clock to the sleep.
 #![cfg(loom)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Duration;
 
 use loom::sync::Arc;
 
@@ -50,5 +61,33 @@ fn a_shutdown_cancels_the_tasks_of_a_block_on_that_has_the_worker() {
         wait_started.recv().unwrap();
         drop(runtime);
         assert!(waiting.join().unwrap().unwrap_err().is_cancelled());
+    });
+}
+
+#[test]
+fn a_paused_clock_does_not_jump_past_a_wake_that_came_while_the_thread_went_idle() {
+    model(|| {
+        let runtime = escapement::Builder::new_current_thread()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        let woken_first = runtime.block_on(async {
+            let mut sleep = std::pin::pin!(escapement::time::sleep(Duration::from_millis(1)));
+            // Busy (so the clock waits) until it has woken the future.
+            let mut job = escapement::task::spawn_blocking(|| ());
+            std::future::poll_fn(|cx| {
+                if sleep.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(false);
+                }
+                Pin::new(&mut job).poll(cx).map(|done| {
+                    done.unwrap();
+                    true
+                })
+            })
+            .await
+        });
+        // The job's wake counts as work for the thread: had the clock jumped on its way to
+        // park, the sleep, polled first, would have been ready.
+        assert!(woken_first);
     });
 }
