@@ -1,8 +1,10 @@
 //! A waker that panics when the timer driver wakes it. Wakers are user code, and the driver
-//! runs them on worker 0 outside any task, so nothing catches that panic. Whatever becomes of
-//! the worker, dropping the runtime afterwards must return instead of waiting forever for a
-//! worker that is gone (`shutdown_timeout` is the control: it gives up waiting). Each test
-//! runs under a watchdog, so a hang fails it.
+//! runs them on worker 0 outside any task, where no task's harness would catch the panic: the
+//! driver catches it and goes on. So the runtime's timers keep firing afterwards, on a
+//! multi-threaded runtime and on a current-thread one, whose paused clock fires the waker in
+//! the middle of the thread's park; and dropping the runtime returns instead of waiting for a
+//! worker (`shutdown_timeout` is the control: it gives up waiting). Each test runs under a
+//! watchdog, so a hang fails it.
 
 mod support;
 
@@ -58,10 +60,39 @@ fn dropping_the_runtime_after_a_waker_panicked_on_worker_0_returns() {
         within(Duration::from_secs(30), move || {
             let rt = running(workers);
             let delay = fire_a_panicking_waker(&rt);
+            rt.block_on(async { sleep(Duration::from_millis(5)).await });
             drop(rt);
             drop(delay);
         });
     }
+}
+
+#[test]
+fn a_current_thread_runtime_fires_timers_after_a_waker_panicked_in_its_park() {
+    within(Duration::from_secs(30), || {
+        let rt = escapement::Builder::new_current_thread()
+            .start_paused(true)
+            .build()
+            .expect("a runtime");
+        let waker = Arc::new(PanickingWaker(AtomicBool::new(false)));
+        let mut delay = {
+            let _guard = rt.enter();
+            Box::pin(sleep(Duration::from_millis(5)))
+        };
+        let polled = delay
+            .as_mut()
+            .poll(&mut Context::from_waker(&Waker::from(waker.clone())));
+        assert_eq!(polled, Poll::Pending);
+        // With nothing else to do, the thread jumps the clock to 5 ms as it parks, and fires
+        // the panicking waker there; the later sleep needs the thread to go on driving.
+        rt.block_on(async { sleep(Duration::from_millis(50)).await });
+        assert!(
+            waker.0.load(Ordering::SeqCst),
+            "the panicking waker was woken"
+        );
+        rt.block_on(async { sleep(Duration::from_millis(50)).await });
+        drop(delay);
+    });
 }
 
 #[test]
