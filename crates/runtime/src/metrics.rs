@@ -1,5 +1,6 @@
 //! Timer metrics: how many timers are live, registered, fired, cancelled and reset, how often
-//! the wheel cascaded and worker 0 woke, and how late timers fired.
+//! the wheel cascaded and worker 0 woke, and how late timers fired; and, per worker, tokio's
+//! stable three: how often it parked, and how long it was busy between parks.
 //!
 //! Counters live in one block per worker thread, each on its own cache line, and are summed
 //! when read, so counting a timer operation on a worker writes no line another thread writes:
@@ -31,6 +32,12 @@ pub(crate) struct Block {
     pub(crate) resets: AtomicU64,
     pub(crate) wakeups: AtomicU64,
     pub(crate) lateness: [AtomicU64; LATENESS_BUCKETS],
+    /// A worker's parks (zero in the block of the other threads).
+    parks: AtomicU64,
+    /// A worker's parks and unparks: odd while it is parked.
+    park_unparks: AtomicU64,
+    /// A worker's time outside its parks, in nanoseconds, counted up to its last park.
+    busy_ns: AtomicU64,
 }
 
 type Shared = Arc<CachePadded<Block>>;
@@ -89,6 +96,45 @@ impl Metrics {
         }
         let bucket = bucket_of(late);
         self.on_block(|block, single_writer| bump(&block.lateness[bucket], 1, single_writer));
+    }
+
+    /// Whether the runtime counts (see `Builder::metrics`).
+    pub(crate) fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Worker `index` parks, after `busy` since it last unparked. Only the thread running
+    /// that worker calls this and [`worker_unparked`](Self::worker_unparked), so each is
+    /// the block's single writer.
+    pub(crate) fn worker_parks(&self, index: usize, busy: Duration) {
+        if !self.enabled {
+            return;
+        }
+        let block = &self.workers[index];
+        bump(&block.parks, 1, true);
+        bump(&block.park_unparks, 1, true);
+        self.worker_busy(index, busy);
+    }
+
+    /// Worker `index` left its park.
+    pub(crate) fn worker_unparked(&self, index: usize) {
+        if self.enabled {
+            bump(&self.workers[index].park_unparks, 1, true);
+        }
+    }
+
+    /// Worker `index` was busy for `busy` more (its thread stops being the worker without
+    /// parking: a current-thread `block_on` returns).
+    pub(crate) fn worker_busy(&self, index: usize, busy: Duration) {
+        if self.enabled {
+            let nanos = u64::try_from(busy.as_nanos()).unwrap_or(u64::MAX);
+            bump(&self.workers[index].busy_ns, nanos, true);
+        }
+    }
+
+    /// Worker `index`'s block, `None` past the last worker.
+    fn worker(&self, index: usize) -> Option<&Block> {
+        self.workers.get(index).map(|block| &***block)
     }
 
     /// Runs `f` on this thread's block: its worker's (a single writer), or the shared one.
@@ -222,6 +268,66 @@ impl RuntimeMetrics {
     /// Worker threads: [`workers`](Self::workers), under tokio's name.
     pub fn num_workers(&self) -> usize {
         self.workers()
+    }
+
+    /// Times worker `worker` (from 0 to [`num_workers`](Self::num_workers) - 1) parked its
+    /// thread for want of work, as tokio's. A current-thread runtime's worker parks on the
+    /// thread in `block_on`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use escapement::time::{sleep, Duration};
+    ///
+    /// let rt = escapement::Builder::new_current_thread().build().unwrap();
+    /// rt.block_on(async { sleep(Duration::from_millis(2)).await });
+    /// assert!(rt.metrics().worker_park_count(0) >= 1);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If `worker` is not below `num_workers()`.
+    #[track_caller]
+    pub fn worker_park_count(&self, worker: usize) -> u64 {
+        self.worker_block(worker).parks.load(Ordering::Relaxed)
+    }
+
+    /// Times worker `worker` parked and unparked, as tokio's: odd while it is parked, even
+    /// while it runs (or while no thread holds a current-thread runtime's worker).
+    ///
+    /// # Panics
+    ///
+    /// If `worker` is not below `num_workers()`.
+    #[track_caller]
+    pub fn worker_park_unpark_count(&self, worker: usize) -> u64 {
+        self.worker_block(worker)
+            .park_unparks
+            .load(Ordering::Relaxed)
+    }
+
+    /// The time worker `worker` spent outside its parks (running tasks, firing timers, looking
+    /// for work), as tokio's. It is counted when the worker parks, so a worker busy now adds
+    /// its time at its next park.
+    ///
+    /// # Panics
+    ///
+    /// If `worker` is not below `num_workers()`.
+    #[track_caller]
+    pub fn worker_total_busy_duration(&self, worker: usize) -> Duration {
+        Duration::from_nanos(self.worker_block(worker).busy_ns.load(Ordering::Relaxed))
+    }
+
+    #[track_caller]
+    fn worker_block(&self, worker: usize) -> &Block {
+        let workers = self.workers();
+        self.handle
+            .driver()
+            .metrics()
+            .worker(worker)
+            .filter(|_| worker < workers)
+            .unwrap_or_else(|| {
+                panic!("worker index {worker} out of range: the runtime has {workers} workers")
+            })
     }
 
     /// Tasks spawned and not yet finished (completed, panicked or cancelled), as tokio counts

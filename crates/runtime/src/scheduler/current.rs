@@ -243,6 +243,7 @@ impl Drop for Release<'_> {
     fn drop(&mut self) {
         let shared = &self.handle.shared;
         self.worker.end_search();
+        self.worker.record_busy();
         let core = self.installed.take().and_then(worker::uninstall);
         if shared.is_shutdown() {
             // As a worker leaving at shutdown (`worker.rs`, `Exit`).

@@ -53,6 +53,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
+use std::time::Instant;
 
 use super::queue::{Local, Steal};
 use super::Shared;
@@ -128,6 +129,9 @@ pub(crate) struct Worker {
     injector_countdown: u32,
     /// State of a xorshift generator, to pick whom to steal from first.
     rng: u32,
+    /// When the worker last unparked (or started), for its busy time; read only when the
+    /// runtime counts metrics.
+    busy_since: Instant,
 }
 
 /// Pushes `task` onto this thread's local queue if this thread is a worker of `shared`;
@@ -352,6 +356,16 @@ impl Worker {
             searching: false,
             turn: 0,
             rng: 0x9E37_79B9 ^ (index as u32 + 1).wrapping_mul(0x85EB_CA6B),
+            busy_since: Instant::now(),
+        }
+    }
+
+    /// Counts the worker busy up to now: its thread stops being the worker without parking.
+    pub(crate) fn record_busy(&mut self) {
+        let metrics = self.handle.shared.driver.metrics();
+        if metrics.enabled() {
+            metrics.worker_busy(self.index, self.busy_since.elapsed());
+            self.busy_since = Instant::now();
         }
     }
 
@@ -517,6 +531,10 @@ impl Worker {
         // Re-check after announcing: see the protocol in `idle.rs`.
         let skip = shared.has_work() || shared.is_shutdown();
         if !skip {
+            let metrics = shared.driver.metrics();
+            if metrics.enabled() {
+                metrics.worker_parks(self.index, self.busy_since.elapsed());
+            }
             let mut park = Self::take_park();
             match &mut park {
                 Park::Driver(parker) => {
@@ -536,6 +554,10 @@ impl Worker {
                 Park::Thread(parker) => parker.park_standing_in(),
             }
             Self::put_park(park);
+            if metrics.enabled() {
+                self.busy_since = Instant::now();
+                metrics.worker_unparked(self.index);
+            }
         }
         if !shared.idle.transition_from_sleeping(self.index) {
             // A notifier took us off the sleepers and counts us as searching.
