@@ -16,6 +16,11 @@
 //! thread may find nothing to do just before the wake, and go to park just after the job has
 //! left the count of busy threads; it must see the wake then and poll the future, not jump the
 //! clock to the sleep.
+//!
+//! The fourth shuts the runtime down without waiting (`shutdown_background`) while another
+//! thread's `block_on` returns the worker: whichever sees the other, the task left pending
+//! is cancelled, by the shutdown (which finds the thread already counted out) or by the
+//! returning thread (which sees the shutdown under the slot's lock).
 #![cfg(loom)]
 
 use std::future::Future;
@@ -23,6 +28,7 @@ use std::pin::Pin;
 use std::task::Poll;
 use std::time::Duration;
 
+use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
@@ -90,4 +96,36 @@ fn a_paused_clock_does_not_jump_past_a_wake_that_came_while_the_thread_went_idle
         // park, the sleep, polled first, would have been ready.
         assert!(woken_first);
     });
+}
+
+#[test]
+fn a_shutdown_that_does_not_wait_still_cancels_the_tasks_when_a_block_on_returns() {
+    model(|| {
+        let runtime = escapement::Builder::new_current_thread().build().unwrap();
+        let handle = runtime.handle().clone();
+        let dropped = Arc::new(AtomicBool::new(false));
+        let _task = runtime.spawn({
+            let guard = SetOnDrop(dropped.clone());
+            async move {
+                let _guard = guard;
+                std::future::pending::<()>().await
+            }
+        });
+        let returning = loom::thread::spawn(move || handle.block_on(async {}));
+        runtime.shutdown_background();
+        returning.join().unwrap();
+        assert!(
+            dropped.load(Ordering::SeqCst),
+            "the task was cancelled, by the shutdown or by the block_on"
+        );
+    });
+}
+
+/// Sets its flag when dropped.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }

@@ -16,14 +16,17 @@
 //! shutdown that has passed the lock once waits for it. Otherwise the thread polls its future
 //! on a parker of its own, as in a multi-threaded runtime's `block_on`, and leaves its
 //! unparker in the slot's list of waiters; it looks at the slot again each time it wakes.
-//! When the future completes, or panics, the thread puts the core back and unparks every
-//! waiter, under the lock. A waiter either finds the core when it looks or was in the list
-//! when the core came back, so a core returned is never left unclaimed while a `block_on`
-//! waits.
+//! When the future completes, or panics, the thread puts the core back, unparks every
+//! waiter and counts itself out of the live workers, all under the lock. A waiter either
+//! finds the core when it looks or was in the list when the core came back, so a core
+//! returned is never left unclaimed while a `block_on` waits.
 //!
-//! A thread that finds the runtime shutting down while it has the core leaves as a worker
-//! does at shutdown: it drops what its queue holds, cancels every task, and counts itself
-//! out; its future goes on without the core. The shutdown drops a core it finds in the slot.
+//! A thread that finds the runtime shutting down while it has the core, in its loop or under
+//! the lock as it returns, leaves as a worker does at shutdown: it drops what its queue holds,
+//! cancels every task, and counts itself out; its future goes on without the core. The
+//! shutdown takes the lock once after setting its flag, so a thread that returned before it
+//! is already counted out, and a shutdown that does not wait (`shutdown_background`) then
+//! cancels the tasks itself. It drops a core it finds in the slot.
 //!
 //! # Waking the future
 //!
@@ -39,6 +42,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Wake, Waker};
 
 use super::worker::{self, Core, Worker};
+use super::Shared;
 use crate::loom::{Arc, AtomicBool, Mutex, Ordering, WakeArc};
 use crate::park::{Parker, Unparker};
 use crate::runtime::Handle;
@@ -91,13 +95,30 @@ impl CoreSlot {
         self.inner.lock().waiters.retain(|w| !w.is_same(waiter));
     }
 
-    /// Puts the core back and wakes every thread waiting for it.
-    fn put_back(&self, core: Core) {
+    /// Unless the runtime is shutting down, puts the core back, wakes every thread waiting
+    /// for it, and counts the caller out of the live workers, all under the slot's lock; at
+    /// shutdown, gives the core back to the caller, still counted live.
+    ///
+    /// One step for a shutdown, which takes the lock once after setting its flag: either this
+    /// comes first, and the shutdown finds the core in the slot and this thread already out
+    /// (so it cancels the tasks itself), or it comes after, and sees the flag.
+    fn put_back_unless_shutdown(
+        &self,
+        shared: &Shared,
+        core: Option<Core>,
+    ) -> Result<(), Option<Core>> {
         let mut inner = self.inner.lock();
-        inner.core = Some(core);
-        for waiter in &inner.waiters {
-            waiter.unpark();
+        if shared.is_shutdown() {
+            return Err(core);
         }
+        if let Some(core) = core {
+            inner.core = Some(core);
+            for waiter in &inner.waiters {
+                waiter.unpark();
+            }
+        }
+        shared.worker_exited();
+        Ok(())
     }
 
     /// At shutdown, once the slot's lock has been taken after shutdown began, every thread
@@ -245,15 +266,13 @@ impl Drop for Release<'_> {
         self.worker.end_search();
         self.worker.record_busy();
         let core = self.installed.take().and_then(worker::uninstall);
-        if shared.is_shutdown() {
+        if let Err(core) = self.slot.put_back_unless_shutdown(shared, core) {
             // As a worker leaving at shutdown (`worker.rs`, `Exit`).
             if let Some(core) = core {
                 while core.queue.pop().is_some() {}
             }
             shared.owned.close_and_shutdown_all();
-        } else if let Some(core) = core {
-            self.slot.put_back(core);
+            shared.worker_exited();
         }
-        shared.worker_exited();
     }
 }
