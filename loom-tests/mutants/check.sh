@@ -45,6 +45,7 @@ models=(
     "34-core-put-back-wakes-no-waiter current_thread"
     "35-driving-thread-misses-the-shutdown current_thread"
     "36-auto-advance-ignores-a-pending-unpark current_thread"
+    "37-returning-block-on-counts-out-after-the-lock current_thread"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"
