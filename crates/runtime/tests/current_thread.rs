@@ -278,6 +278,14 @@ fn block_in_place_panics_in_the_future_and_in_a_task() {
     // In a spawn_blocking closure it runs the closure, as anywhere outside a runtime.
     let blocking = rt.block_on(rt.spawn_blocking(|| task::block_in_place(|| 6)));
     assert_eq!(blocking.unwrap(), 6);
+    // And in another runtime's block_on under this one's context, as tokio's: what counts
+    // is whose block_on the thread is in.
+    let handle = rt.handle().clone();
+    let under_this = multi.block_on(async move {
+        let _this = handle.enter();
+        task::block_in_place(|| 7)
+    });
+    assert_eq!(under_this, 7);
 }
 
 #[test]
@@ -337,6 +345,28 @@ fn a_current_thread_runtime_inside_block_in_place() {
         assert_eq!(answer.unwrap(), 42);
     }
     assert_eq!(multi.block_on(multi.spawn(async { 1 })).unwrap(), 1);
+}
+
+#[test]
+fn a_runtime_dropped_in_a_current_thread_block_on_inside_its_block_in_place_returns() {
+    within_a_minute(|| {
+        let multi = Builder::new().worker_threads(2).build().unwrap();
+        let handle = multi.handle().clone();
+        let owner = Arc::new(Mutex::new(Some(multi)));
+        let task = handle.spawn({
+            let owner = owner.clone();
+            async move {
+                task::block_in_place(|| {
+                    let multi = owner.lock().unwrap().take().expect("the runtime");
+                    // This thread, under the current-thread runtime's worker, is still one of
+                    // `multi`'s: the drop waits for the other workers, not for itself.
+                    current_thread().block_on(async move { drop(multi) });
+                });
+            }
+        });
+        // Completed or cancelled by the shutdown, the task's handle resolves.
+        let _ = futures::executor::block_on(task);
+    });
 }
 
 /// Runs `f` on a thread of its own and fails if it takes more than a minute (ten under

@@ -18,8 +18,20 @@ thread_local_const! {
 }
 
 thread_local_const! {
-    /// Set while the thread runs `block_on`, so a nested one is refused.
-    static BLOCKING: Cell<bool> = Cell::new(false);
+    /// Set while the thread runs `block_on`, so a nested one is refused, to the flavor of the
+    /// runtime whose `block_on` it is.
+    static BLOCKING: Cell<BlockOn> = Cell::new(BlockOn::No);
+}
+
+/// Which `block_on` a thread is in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BlockOn {
+    /// None.
+    No,
+    /// A multi-threaded runtime's.
+    MultiThread,
+    /// A current-thread runtime's: the thread runs its tasks, or waits to.
+    CurrentThread,
 }
 
 /// Runs `f` with the current runtime's handle, if the thread is in one.
@@ -89,15 +101,28 @@ impl Drop for ContextGuard {
 
 /// Whether the thread is inside a `block_on` of any runtime.
 pub(crate) fn is_blocking() -> bool {
-    BLOCKING.try_with(Cell::get).unwrap_or(false)
+    BLOCKING.try_with(Cell::get).unwrap_or(BlockOn::No) != BlockOn::No
 }
 
-/// Marks the thread as inside `block_on`; `None` if it already is.
-pub(crate) fn enter_blocking() -> Option<BlockingGuard> {
+/// Whether the thread is inside a current-thread runtime's `block_on` (whatever runtime's
+/// context it entered since).
+pub(crate) fn in_current_thread_block_on() -> bool {
+    BLOCKING.try_with(Cell::get).unwrap_or(BlockOn::No) == BlockOn::CurrentThread
+}
+
+/// Marks the thread as inside `block_on` of a runtime of flavor `flavor`; `None` if it
+/// already is inside one.
+pub(crate) fn enter_blocking(flavor: BlockOn) -> Option<BlockingGuard> {
     // `then`, not `then_some`: a guard made and dropped on the refusal would clear the mark
     // of the `block_on` the thread is in.
     BLOCKING
-        .with(|blocking| !blocking.replace(true))
+        .with(|blocking| {
+            let free = blocking.get() == BlockOn::No;
+            if free {
+                blocking.set(flavor);
+            }
+            free
+        })
         .then(|| BlockingGuard(()))
 }
 
@@ -107,22 +132,22 @@ pub(crate) struct BlockingGuard(());
 /// `block_in_place` called inside a `block_on`, whose closure may block on a future again.
 /// `None` if the thread is not inside `block_on`.
 pub(crate) fn exit_blocking() -> Option<ExitBlockingGuard> {
-    BLOCKING
-        .try_with(|blocking| blocking.replace(false))
-        .unwrap_or(false)
-        .then(|| ExitBlockingGuard(()))
+    let previous = BLOCKING
+        .try_with(|blocking| blocking.replace(BlockOn::No))
+        .unwrap_or(BlockOn::No);
+    (previous != BlockOn::No).then_some(ExitBlockingGuard(previous))
 }
 
-pub(crate) struct ExitBlockingGuard(());
+pub(crate) struct ExitBlockingGuard(BlockOn);
 
 impl Drop for ExitBlockingGuard {
     fn drop(&mut self) {
-        let _ = BLOCKING.try_with(|blocking| blocking.set(true));
+        let _ = BLOCKING.try_with(|blocking| blocking.set(self.0));
     }
 }
 
 impl Drop for BlockingGuard {
     fn drop(&mut self) {
-        let _ = BLOCKING.try_with(|blocking| blocking.set(false));
+        let _ = BLOCKING.try_with(|blocking| blocking.set(BlockOn::No));
     }
 }

@@ -8,7 +8,7 @@ use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::pin::pin;
 use std::task::{Context, Poll};
 
-use super::context::{self, ContextGuard};
+use super::context::{self, BlockOn, ContextGuard};
 use crate::loom::Arc;
 use crate::park::Parker;
 use crate::scheduler::{current, worker, Shared};
@@ -166,7 +166,12 @@ impl Handle {
             "block_on was called on a runtime worker thread; \
              await the future instead of blocking the worker"
         );
-        let Some(_blocking) = context::enter_blocking() else {
+        let flavor = if self.shared.core_slot.is_some() {
+            BlockOn::CurrentThread
+        } else {
+            BlockOn::MultiThread
+        };
+        let Some(_blocking) = context::enter_blocking(flavor) else {
             panic!("block_on was called inside another block_on");
         };
         let _context = context::enter(self.clone());

@@ -109,6 +109,10 @@ struct WorkerLocal {
     park: Option<Park>,
     /// In the closure of `block_in_place`, after handing the core off.
     in_closure: bool,
+    /// The worker this thread was when it became this one, until it stops being this one: a
+    /// current-thread runtime's `block_on` in the closure of another runtime's
+    /// `block_in_place` (boxed, as that is rare).
+    outer: Option<Box<WorkerLocal>>,
 }
 
 /// How a worker sleeps.
@@ -158,14 +162,14 @@ pub(crate) fn push_local(shared: &Shared, task: Task) -> Result<(), Task> {
 }
 
 /// Whether this thread is one of the workers of the runtime `shared` belongs to (counted
-/// among its live workers), with its core or having handed it off.
+/// among its live workers), with its core or having handed it off, now or as the worker it
+/// was before a current-thread runtime's `block_on` made it that runtime's.
 pub(crate) fn is_worker_of(shared: &Shared) -> bool {
     LOCAL
         .try_with(|local| {
-            local
-                .borrow()
-                .as_ref()
-                .is_some_and(|local| std::ptr::eq(&*local.handle.shared, shared))
+            let local = local.borrow();
+            std::iter::successors(local.as_ref(), |local| local.outer.as_deref())
+                .any(|local| std::ptr::eq(&*local.handle.shared, shared))
         })
         .unwrap_or(false)
 }
@@ -294,30 +298,30 @@ impl Drop for InClosure {
 
 /// Makes this thread worker `index` of `handle`'s runtime, with `core`: a worker thread at
 /// the start of its loop, a current-thread runtime's `block_on` when it takes the core.
-/// Returns what [`uninstall`] gives back: the thread's timer slack from before, which
-/// worker 0 cuts, and the worker the thread was, if any (a `block_on` in the closure of
-/// `block_in_place` runs on a worker thread whose core went elsewhere).
+/// The worker the thread was, if any (a `block_on` in the closure of `block_in_place` runs
+/// on a worker thread whose core went elsewhere), stays behind the new one, still a worker
+/// of its runtime for [`is_worker_of`]. Returns what [`uninstall`] gives back: the thread's
+/// timer slack from before, which worker 0 cuts, and its role.
 pub(crate) fn install(handle: &Handle, index: usize, core: Core) -> Installed {
     let slack = match &core.park {
         Park::Driver(parker) => Some(parker.on_worker_thread()),
         Park::Thread(_) => None,
     };
-    let previous = LOCAL.with(|local| {
-        local.borrow_mut().replace(WorkerLocal {
+    LOCAL.with(|local| {
+        let mut local = local.borrow_mut();
+        let outer = local.take().map(Box::new);
+        *local = Some(WorkerLocal {
             handle: handle.clone(),
             index,
             queue: Some(core.queue),
             park: Some(core.park),
             in_closure: false,
-        })
+            outer,
+        });
     });
     let role = ROLE.with(|role| role.replace(Role::Other));
     handle.shared.driver.metrics().enter_worker(index);
-    Installed {
-        slack,
-        previous,
-        role,
-    }
+    Installed { slack, role }
 }
 
 /// Undoes [`install`] on a thread that is not a worker thread of the runtime: it stops
@@ -325,7 +329,15 @@ pub(crate) fn install(handle: &Handle, index: usize, core: Core) -> Installed {
 /// core, unless a panic in its park lost it.
 pub(crate) fn uninstall(installed: Installed) -> Option<Core> {
     let local = LOCAL
-        .try_with(|local| std::mem::replace(&mut *local.borrow_mut(), installed.previous))
+        .try_with(|local| {
+            let mut local = local.borrow_mut();
+            let mut ours = local.take();
+            *local = ours
+                .as_mut()
+                .and_then(|ours| ours.outer.take())
+                .map(|outer| *outer);
+            ours
+        })
         .ok()
         .flatten();
     let _ = ROLE.try_with(|role| role.set(installed.role));
@@ -343,7 +355,6 @@ pub(crate) fn uninstall(installed: Installed) -> Option<Core> {
 /// What [`install`] replaced on its thread.
 pub(crate) struct Installed {
     slack: Option<crate::time::park::TimerSlack>,
-    previous: Option<WorkerLocal>,
     role: Role,
 }
 

@@ -84,10 +84,8 @@ where
     coop::without_budget(f)
 }
 
-/// Whether this thread is in `block_on` of a current-thread runtime: in its future, or in a
-/// task it runs, even under another runtime's context (whose handle the first test misses).
+/// Whether this thread is in `block_on` of a current-thread runtime: running its worker (in
+/// its future or a task), or waiting for it, whatever runtime's context it entered since.
 fn in_current_thread_runtime() -> bool {
-    worker::is_current_thread_worker()
-        || (context::is_blocking()
-            && context::with_handle(|handle| handle.shared.core_slot.is_some()).unwrap_or(false))
+    worker::is_current_thread_worker() || context::in_current_thread_block_on()
 }
