@@ -97,28 +97,24 @@ impl CoreSlot {
 
     /// Unless the runtime is shutting down, puts the core back, wakes every thread waiting
     /// for it, and counts the caller out of the live workers, all under the slot's lock; at
-    /// shutdown, gives the core back to the caller, still counted live.
+    /// shutdown, returns `false`, leaving the core to the caller, still counted live.
     ///
     /// One step for a shutdown, which takes the lock once after setting its flag: either this
     /// comes first, and the shutdown finds the core in the slot and this thread already out
     /// (so it cancels the tasks itself), or it comes after, and sees the flag.
-    fn put_back_unless_shutdown(
-        &self,
-        shared: &Shared,
-        core: Option<Core>,
-    ) -> Result<(), Option<Core>> {
+    fn put_back_unless_shutdown(&self, shared: &Shared, core: &mut Option<Core>) -> bool {
         let mut inner = self.inner.lock();
         if shared.is_shutdown() {
-            return Err(core);
+            return false;
         }
-        if let Some(core) = core {
+        if let Some(core) = core.take() {
             inner.core = Some(core);
             for waiter in &inner.waiters {
                 waiter.unpark();
             }
         }
         shared.worker_exited();
-        Ok(())
+        true
     }
 
     /// At shutdown, once the slot's lock has been taken after shutdown began, every thread
@@ -265,8 +261,8 @@ impl Drop for Release<'_> {
         let shared = &self.handle.shared;
         self.worker.end_search();
         self.worker.record_busy();
-        let core = self.installed.take().and_then(worker::uninstall);
-        if let Err(core) = self.slot.put_back_unless_shutdown(shared, core) {
+        let mut core = self.installed.take().and_then(worker::uninstall);
+        if !self.slot.put_back_unless_shutdown(shared, &mut core) {
             // As a worker leaving at shutdown (`worker.rs`, `Exit`).
             if let Some(core) = core {
                 while core.queue.pop().is_some() {}
