@@ -227,8 +227,8 @@ pub(crate) struct Totals {
 /// [`Handle`] (a clone is as cheap), and can still be read after the runtime shut down.
 ///
 /// Counters count since the runtime started and only grow. A runtime built with
-/// [`Builder::metrics(false)`](crate::Builder::metrics) counts nothing: its counters and
-/// histogram read zero, while `live_timers` and `wheel_cascades`, which the wheel keeps
+/// [`Builder::metrics(false)`](crate::Builder::metrics) counts nothing: its counters
+/// (the workers' too) and histogram read zero, while `live_timers` and `wheel_cascades`, which the wheel keeps
 /// anyway, are still reported.
 ///
 /// # Examples
@@ -306,8 +306,10 @@ impl RuntimeMetrics {
     }
 
     /// The time worker `worker` spent outside its parks (running tasks, firing timers, looking
-    /// for work), as tokio's. It is counted when the worker parks, so a worker busy now adds
-    /// its time at its next park.
+    /// for work), as tokio's. It is counted when the worker parks (or hands its work to
+    /// another thread in `block_in_place`, or leaves at shutdown), so a worker busy now adds
+    /// its time then. Timers a worker fires from inside its park (standing in for a worker 0
+    /// stuck in a long poll, or moving a paused clock) count as parked time.
     ///
     /// # Panics
     ///
@@ -320,14 +322,10 @@ impl RuntimeMetrics {
     #[track_caller]
     fn worker_block(&self, worker: usize) -> &Block {
         let workers = self.workers();
-        self.handle
-            .driver()
-            .metrics()
-            .worker(worker)
-            .filter(|_| worker < workers)
-            .unwrap_or_else(|| {
-                panic!("worker index {worker} out of range: the runtime has {workers} workers")
-            })
+        match self.handle.driver().metrics().worker(worker) {
+            Some(block) if worker < workers => block,
+            _ => panic!("worker index {worker} out of range: the runtime has {workers} workers"),
+        }
     }
 
     /// Tasks spawned and not yet finished (completed, panicked or cancelled), as tokio counts

@@ -1,7 +1,8 @@
 //! The per-worker metrics that tokio has stable: `worker_park_count`,
 //! `worker_park_unpark_count` (odd while the worker is parked) and
-//! `worker_total_busy_duration`, on a multi-threaded runtime and a current-thread one; an
-//! index past the last worker panics; a runtime built with `metrics(false)` counts nothing.
+//! `worker_total_busy_duration`, on a multi-threaded runtime and a current-thread one: idle
+//! time is not busy time, and busy time survives a `block_in_place` hand-off; an index past
+//! the last worker panics; a runtime built with `metrics(false)` counts nothing.
 
 mod support;
 
@@ -63,6 +64,49 @@ fn a_task_that_keeps_its_worker_busy_counts_as_busy_time() {
     // Counted at the worker's next park.
     eventually("the busy time counted", || {
         metrics.worker_total_busy_duration(0) - before >= Duration::from_millis(50)
+    });
+}
+
+#[test]
+fn an_idle_worker_is_not_busy() {
+    let rt = running(1);
+    let metrics = rt.metrics();
+    eventually("the worker parked", || all_parked(&metrics));
+    let before = metrics.worker_total_busy_duration(0);
+    let parks = metrics.worker_park_count(0);
+    std::thread::sleep(Duration::from_millis(300));
+    // Wake it, so that its next park counts whatever it counts for the idle time.
+    rt.block_on(async { escapement::spawn(async {}).await.unwrap() });
+    eventually("the worker parked again", || {
+        all_parked(&metrics) && metrics.worker_park_count(0) > parks
+    });
+    let busy = metrics.worker_total_busy_duration(0) - before;
+    assert!(
+        busy < Duration::from_millis(150),
+        "busy {busy:?} of 300 ms idle"
+    );
+}
+
+#[test]
+fn busy_time_before_block_in_place_is_counted_and_the_new_thread_goes_on() {
+    let rt = running(1);
+    let metrics = rt.metrics();
+    eventually("the worker parked", || all_parked(&metrics));
+    let before = metrics.worker_total_busy_duration(0);
+    rt.block_on(async {
+        escapement::spawn(async {
+            let begin = Instant::now();
+            while begin.elapsed() < Duration::from_millis(40) {}
+            // The worker goes to another thread, which runs this for as long again.
+            escapement::task::block_in_place(|| {});
+            let begin = Instant::now();
+            while begin.elapsed() < Duration::from_millis(40) {}
+        })
+        .await
+        .unwrap()
+    });
+    eventually("both spins counted", || {
+        metrics.worker_total_busy_duration(0) - before >= Duration::from_millis(80)
     });
 }
 

@@ -423,9 +423,11 @@ impl Builder {
         self
     }
 
-    /// Whether the runtime keeps timer metrics (on by default); see
-    /// [`Runtime::metrics`](crate::Runtime::metrics). Counting costs each timer operation a
-    /// thread-local lookup and an uncontended write to a cache line of its own worker.
+    /// Whether the runtime keeps metrics (on by default): the timer counters and the workers'
+    /// parks and busy time; see [`Runtime::metrics`](crate::Runtime::metrics). Counting costs
+    /// each timer operation a thread-local lookup and an uncontended write to a cache line of
+    /// its own worker, and each park two clock reads. Off, every counter reads zero
+    /// (tokio's worker metrics cannot be turned off).
     pub fn metrics(&mut self, enabled: bool) -> &mut Builder {
         self.metrics = enabled;
         self

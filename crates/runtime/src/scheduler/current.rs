@@ -260,7 +260,6 @@ impl Drop for Release<'_> {
     fn drop(&mut self) {
         let shared = &self.handle.shared;
         self.worker.end_search();
-        self.worker.record_busy();
         let mut core = self.installed.take().and_then(worker::uninstall);
         if !self.slot.put_back_unless_shutdown(shared, &mut core) {
             // As a worker leaving at shutdown (`worker.rs`, `Exit`).

@@ -53,7 +53,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::queue::{Local, Steal};
 use super::Shared;
@@ -113,6 +113,11 @@ struct WorkerLocal {
     /// current-thread runtime's `block_on` in the closure of another runtime's
     /// `block_in_place` (boxed, as that is rare).
     outer: Option<Box<WorkerLocal>>,
+    /// Since when the worker has been busy on this thread (it unparked, started, or came
+    /// here), while it is; `None` if the runtime counts no metrics. Kept with the worker's
+    /// state on its thread, so that the thread that has the core, and only that one, counts
+    /// the worker's busy time into its metrics block.
+    busy_since: Option<Instant>,
 }
 
 /// How a worker sleeps.
@@ -133,9 +138,6 @@ pub(crate) struct Worker {
     injector_countdown: u32,
     /// State of a xorshift generator, to pick whom to steal from first.
     rng: u32,
-    /// When the worker last unparked (or started), for its busy time; read only when the
-    /// runtime counts metrics.
-    busy_since: Instant,
 }
 
 /// Pushes `task` onto this thread's local queue if this thread is a worker of `shared`;
@@ -207,16 +209,22 @@ pub(crate) fn hand_off() -> Option<InClosure> {
         return None;
     }
     // Step 1.
-    let (core, handle, index) = LOCAL.with(|local| {
+    let (core, handle, index, busy) = LOCAL.with(|local| {
         let mut local = local.borrow_mut();
         let local = local.as_mut().expect("a polling worker is in LOCAL");
         let core = Core {
             queue: local.queue.take().expect("a polling worker has its queue"),
             park: local.park.take().expect("a polling worker has its park"),
         };
-        (core, local.handle.clone(), local.index)
+        let busy = local.busy_since.take().map(|since| since.elapsed());
+        (core, local.handle.clone(), local.index, busy)
     });
     let shared = &handle.shared;
+    // Its busy time so far, counted while this thread is still the worker: the next thread
+    // counts from when it takes the core.
+    if let Some(busy) = busy {
+        shared.driver.metrics().worker_busy(index, busy);
+    }
     shared.worker_entered();
     shared.driver.activate();
     // Step 2: the core travels through a slot, so that a job that never runs leaves it
@@ -258,9 +266,25 @@ fn put_core_back(shared: &Shared, core: Core) {
         let local = local.as_mut().expect("still in LOCAL");
         local.queue = Some(core.queue);
         local.park = Some(core.park);
+        local.busy_since = shared.driver.metrics().enabled().then(Instant::now);
     });
     shared.driver.deactivate();
     shared.worker_exited();
+}
+
+/// The time this thread's worker has been busy since it last unparked (or started, or came
+/// to this thread), restarting the count from now; zero if the runtime counts no metrics.
+fn restart_busy() -> Duration {
+    LOCAL
+        .try_with(|local| {
+            let mut local = local.borrow_mut();
+            let since = local.as_mut()?.busy_since.as_mut()?;
+            let now = Instant::now();
+            Some(now - std::mem::replace(since, now))
+        })
+        .ok()
+        .flatten()
+        .unwrap_or_default()
 }
 
 fn set_in_closure(in_closure: bool) {
@@ -317,6 +341,7 @@ pub(crate) fn install(handle: &Handle, index: usize, core: Core) -> Installed {
             park: Some(core.park),
             in_closure: false,
             outer,
+            busy_since: handle.shared.driver.metrics().enabled().then(Instant::now),
         });
     });
     let role = ROLE.with(|role| role.replace(Role::Other));
@@ -345,7 +370,11 @@ pub(crate) fn uninstall(installed: Installed) -> Option<Core> {
         slack.restore();
     }
     let local = local?;
-    local.handle.shared.driver.metrics().exit_worker();
+    let metrics = local.handle.shared.driver.metrics();
+    if let Some(since) = local.busy_since.filter(|_| local.queue.is_some()) {
+        metrics.worker_busy(local.index, since.elapsed());
+    }
+    metrics.exit_worker();
     Some(Core {
         queue: local.queue?,
         park: local.park?,
@@ -367,16 +396,6 @@ impl Worker {
             searching: false,
             turn: 0,
             rng: 0x9E37_79B9 ^ (index as u32 + 1).wrapping_mul(0x85EB_CA6B),
-            busy_since: Instant::now(),
-        }
-    }
-
-    /// Counts the worker busy up to now: its thread stops being the worker without parking.
-    pub(crate) fn record_busy(&mut self) {
-        let metrics = self.handle.shared.driver.metrics();
-        if metrics.enabled() {
-            metrics.worker_busy(self.index, self.busy_since.elapsed());
-            self.busy_since = Instant::now();
         }
     }
 
@@ -544,7 +563,7 @@ impl Worker {
         if !skip {
             let metrics = shared.driver.metrics();
             if metrics.enabled() {
-                metrics.worker_parks(self.index, self.busy_since.elapsed());
+                metrics.worker_parks(self.index, restart_busy());
             }
             let mut park = Self::take_park();
             match &mut park {
@@ -566,7 +585,8 @@ impl Worker {
             }
             Self::put_park(park);
             if metrics.enabled() {
-                self.busy_since = Instant::now();
+                // Parked, not busy, until now.
+                restart_busy();
                 metrics.worker_unparked(self.index);
             }
         }
@@ -600,6 +620,13 @@ impl Drop for Exit {
             .flatten()
         {
             if let Some(queue) = local.queue {
+                // Busy since its last park, if it still has the core (not handed off).
+                if let Some(since) = local.busy_since {
+                    self.0
+                        .driver
+                        .metrics()
+                        .worker_busy(local.index, since.elapsed());
+                }
                 while queue.pop().is_some() {}
             }
         }
