@@ -123,8 +123,9 @@ impl Metrics {
         }
     }
 
-    /// Worker `index` was busy for `busy` more (its thread stops being the worker without
-    /// parking: a current-thread `block_on` returns).
+    /// Worker `index` was busy for `busy` more, counted without a park: its thread is about
+    /// to stop being the worker (a `block_in_place` hand-off, a current-thread `block_on`
+    /// returning, a worker leaving at shutdown). Called by that thread while it still is.
     pub(crate) fn worker_busy(&self, index: usize, busy: Duration) {
         if self.enabled {
             let nanos = u64::try_from(busy.as_nanos()).unwrap_or(u64::MAX);
@@ -227,9 +228,9 @@ pub(crate) struct Totals {
 /// [`Handle`] (a clone is as cheap), and can still be read after the runtime shut down.
 ///
 /// Counters count since the runtime started and only grow. A runtime built with
-/// [`Builder::metrics(false)`](crate::Builder::metrics) counts nothing: its counters
-/// (the workers' too) and histogram read zero, while `live_timers` and `wheel_cascades`, which the wheel keeps
-/// anyway, are still reported.
+/// [`Builder::metrics(false)`](crate::Builder::metrics) counts nothing: its counters (the
+/// workers' too) and histogram read zero, while `live_timers` and `wheel_cascades`, which the
+/// wheel keeps anyway, are still reported.
 ///
 /// # Examples
 ///
@@ -321,10 +322,13 @@ impl RuntimeMetrics {
 
     #[track_caller]
     fn worker_block(&self, worker: usize) -> &Block {
-        let workers = self.workers();
+        // The driver's metrics have one block per worker.
         match self.handle.driver().metrics().worker(worker) {
-            Some(block) if worker < workers => block,
-            _ => panic!("worker index {worker} out of range: the runtime has {workers} workers"),
+            Some(block) => block,
+            None => panic!(
+                "worker index {worker} out of range: the runtime has {} workers",
+                self.workers()
+            ),
         }
     }
 

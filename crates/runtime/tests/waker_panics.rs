@@ -34,8 +34,8 @@ impl Wake for PanickingWaker {
     }
 }
 
-/// Registers a short sleep whose waker panics, and waits until the driver woke it.
-fn fire_a_panicking_waker(rt: &Runtime) -> Pin<Box<Sleep>> {
+/// Registers a 5 ms sleep on `rt` whose waker panics; returns the waker and the sleep.
+fn register_a_panicking_waker(rt: &Runtime) -> (Arc<PanickingWaker>, Pin<Box<Sleep>>) {
     let waker = Arc::new(PanickingWaker(AtomicBool::new(false)));
     let mut delay = {
         let _guard = rt.enter();
@@ -45,6 +45,12 @@ fn fire_a_panicking_waker(rt: &Runtime) -> Pin<Box<Sleep>> {
         .as_mut()
         .poll(&mut Context::from_waker(&Waker::from(waker.clone())));
     assert_eq!(polled, Poll::Pending);
+    (waker, delay)
+}
+
+/// Registers a short sleep whose waker panics, and waits until the driver woke it.
+fn fire_a_panicking_waker(rt: &Runtime) -> Pin<Box<Sleep>> {
+    let (waker, delay) = register_a_panicking_waker(rt);
     let begin = std::time::Instant::now();
     while !waker.0.load(Ordering::SeqCst) {
         assert!(begin.elapsed() < Duration::from_secs(10), "never fired");
@@ -74,15 +80,7 @@ fn a_current_thread_runtime_fires_timers_after_a_waker_panicked_in_its_park() {
             .start_paused(true)
             .build()
             .expect("a runtime");
-        let waker = Arc::new(PanickingWaker(AtomicBool::new(false)));
-        let mut delay = {
-            let _guard = rt.enter();
-            Box::pin(sleep(Duration::from_millis(5)))
-        };
-        let polled = delay
-            .as_mut()
-            .poll(&mut Context::from_waker(&Waker::from(waker.clone())));
-        assert_eq!(polled, Poll::Pending);
+        let (waker, delay) = register_a_panicking_waker(&rt);
         // With nothing else to do, the thread jumps the clock to 5 ms as it parks, and fires
         // the panicking waker there; the later sleep needs the thread to go on driving.
         rt.block_on(async { sleep(Duration::from_millis(50)).await });
