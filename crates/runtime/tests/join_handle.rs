@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use escapement::JoinError;
 
-use support::{running, wait_finished, DropCounter};
+use support::{running, wait_finished, wait_until, DropCounter};
 
 fn cancelled_error() -> JoinError {
     let rt = running(1);
@@ -53,13 +53,15 @@ fn outputs_are_dropped_exactly_once_however_the_handle_goes() {
     for workers in [1, 4] {
         let rt = running(workers);
         let drops = Arc::new(AtomicUsize::new(0));
+        let made = Arc::new(AtomicUsize::new(0));
         let handles: Vec<_> = (0..3_000u32)
             .map(|i| {
-                let drops = drops.clone();
+                let (drops, made) = (drops.clone(), made.clone());
                 rt.spawn(async move {
                     if i % 2 == 0 {
                         escapement::task::yield_now().await;
                     }
+                    made.fetch_add(1, Ordering::SeqCst);
                     DropCounter(drops)
                 })
             })
@@ -81,6 +83,11 @@ fn outputs_are_dropped_exactly_once_however_the_handle_goes() {
         for handle in rest {
             drop(rt.block_on(handle).expect("completes"));
         }
+        // A task whose handle is gone may still be queued after its yield: the shutdown
+        // would cancel it before it makes its output.
+        wait_until("every task to make its output", || {
+            made.load(Ordering::SeqCst) == 3_000
+        });
         drop(rt);
         assert_eq!(drops.load(Ordering::SeqCst), 3_000, "{workers} workers");
     }
