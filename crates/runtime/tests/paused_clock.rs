@@ -2,10 +2,11 @@
 //! is frozen and `Instant::now` reads it; `advance(d)` moves it by exactly `d` (to the
 //! nanosecond) when first polled, in the runtime it is polled in, and, before it completes,
 //! fires every timer due by then and wakes its waker (checked with counting wakers
-//! registered from tasks on 4 workers); `pause` mid-run freezes on a tick boundary and
-//! `resume` lets the clock run on from where it stood, with a timer worker 0 was already
-//! sleeping toward firing at its new instant. (An `advance` racing worker 0's own timer
-//! processing is `paused_advance_race.rs`.)
+//! registered from tasks on 4 workers), then yields once, as tokio's does, so that on a
+//! current-thread runtime the tasks it woke have run; `pause` mid-run freezes on a tick
+//! boundary and `resume` lets the clock run on from where it stood, with a timer worker 0 was
+//! already sleeping toward firing at its new instant. (An `advance` racing worker 0's own
+//! timer processing is `paused_advance_race.rs`.)
 
 mod support;
 
@@ -92,6 +93,47 @@ fn advance_acts_where_and_when_it_is_first_polled() {
     // Dropped unpolled: nothing happens, even outside a runtime.
     drop(time::advance(Duration::from_secs(1)));
     assert_eq!(now() - start, Duration::from_millis(7));
+}
+
+#[test]
+fn advance_moves_the_clock_at_its_first_poll_and_yields_once() {
+    let rt = paused(1);
+    rt.block_on(async {
+        let start = Instant::now();
+        let mut advance = Box::pin(time::advance(Duration::from_millis(3)));
+        let (counter, waker) = CountingWaker::waker();
+        // As tokio's: the first poll moves the clock, wakes its own task and yields.
+        assert_eq!(poll_once(advance.as_mut(), &waker), Poll::Pending);
+        assert_eq!(Instant::now() - start, Duration::from_millis(3));
+        assert_eq!(counter.wakes(), 1);
+        assert_eq!(poll_once(advance.as_mut(), &waker), Poll::Ready(()));
+        assert_eq!(Instant::now() - start, Duration::from_millis(3));
+    });
+}
+
+#[test]
+fn on_a_current_thread_runtime_the_tasks_an_advance_wakes_run_before_it_completes() {
+    let rt = escapement::Builder::new_current_thread()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let spawned_ran = Arc::new(AtomicUsize::new(0));
+        let slept = Arc::new(AtomicUsize::new(0));
+        let (spawned_ran2, slept2) = (spawned_ran.clone(), slept.clone());
+        escapement::spawn(async move {
+            spawned_ran2.fetch_add(1, Ordering::SeqCst);
+            sleep(Duration::from_millis(5)).await;
+            slept2.fetch_add(1, Ordering::SeqCst);
+        });
+        // A task spawned and not yet run runs during the advance, as on tokio.
+        time::advance(Duration::from_millis(1)).await;
+        assert_eq!(spawned_ran.load(Ordering::SeqCst), 1);
+        assert_eq!(slept.load(Ordering::SeqCst), 0);
+        // A task whose sleep the advance fires has finished by the time it completes.
+        time::advance(Duration::from_millis(5)).await;
+        assert_eq!(slept.load(Ordering::SeqCst), 1);
+    });
 }
 
 #[test]

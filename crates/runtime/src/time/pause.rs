@@ -79,6 +79,10 @@ pub fn resume() {
 /// moves it. So, as with tokio, it may be made outside the runtime and handed to
 /// [`Runtime::block_on`](crate::Runtime::block_on), or before the clock is paused.
 ///
+/// Having moved the clock, it yields once, as tokio's does, before it completes: on a
+/// current-thread runtime every task already woken (those the advance woke included) runs
+/// once, on the new time, before the code after `advance(d).await` does.
+///
 /// # Examples
 ///
 /// ```
@@ -120,13 +124,9 @@ pub struct Advance {
     duration: Duration,
 }
 
-impl Future for Advance {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        let Some(caller) = self.caller.take() else {
-            return Poll::Ready(());
-        };
+impl Advance {
+    /// Moves the clock and fires what it makes due.
+    fn advance(&self, caller: &'static Location<'static>) {
         let Ok(handle) = Handle::try_current() else {
             panic!(
                 "escapement::time::advance must be polled from inside an escapement runtime \
@@ -145,7 +145,20 @@ impl Future for Advance {
         // Another thread may have taken due timers out of the wheel just before and still be
         // waking them: the advance completes only once every due timer's waker was woken.
         driver.wait_for_wakes();
-        Poll::Ready(())
+    }
+}
+
+impl Future for Advance {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let Some(caller) = self.caller.take() else {
+            return Poll::Ready(());
+        };
+        self.advance(caller);
+        // Yields once, as tokio's does, so that the tasks the advance woke run first.
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 }
 
