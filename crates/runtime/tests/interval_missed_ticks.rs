@@ -2,7 +2,8 @@
 //! schedules: `Burst` fires the missed ticks at once and keeps the original schedule
 //! (next = missed deadline + period), `Delay` restarts one period after the late tick
 //! (next = now + period), `Skip` takes the next tick of the original schedule after now. A
-//! tick is missed only when it is more than 5 ms late.
+//! tick is missed only when it is more than 5 ms late (at a coarser timer resolution, plus
+//! what its rounding adds).
 //!
 //! Each case records, for every tick, the instant it was due (what `tick` returns) and the
 //! instant it completed, both in milliseconds since the interval started.
@@ -20,7 +21,7 @@ fn millis(start: Instant, at: Instant) -> u64 {
 /// How the stall is made.
 #[derive(Clone, Copy, Debug)]
 enum Stall {
-    /// `time::advance`, which fires the timers without letting other tasks run first.
+    /// `time::advance`, which moves the clock by exactly the stall and fires what is due.
     Advance,
     /// A `sleep` in the ticking task, which lets the clock auto-advance.
     Sleep,
@@ -175,4 +176,26 @@ fn no_stall_means_the_same_schedule_for_every_behaviour() {
             "{behavior:?}"
         );
     }
+}
+
+#[test]
+fn a_coarse_timer_resolution_does_not_make_ticks_on_time_count_as_missed() {
+    // At 10 ms ticks a deadline at 13 ms fires at 20 ms, 7 ms after it: rounding, not a
+    // stall, so `Delay` keeps the schedule of 13 ms steps.
+    let rt = escapement::Builder::new_current_thread()
+        .timer_resolution(Duration::from_millis(10))
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let due = rt.block_on(async {
+        let start = Instant::now();
+        let mut ticker = interval(Duration::from_millis(13));
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut due = Vec::new();
+        for _ in 0..4 {
+            due.push(millis(start, ticker.tick().await));
+        }
+        due
+    });
+    assert_eq!(due, [0, 13, 26, 39]);
 }

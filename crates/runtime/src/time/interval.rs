@@ -9,8 +9,13 @@ use std::time::Duration;
 use super::{Instant, Sleep};
 use crate::runtime::Handle;
 
-/// A tick later than its deadline by more than this counts as missed.
+/// A tick later than its deadline by more than this counts as missed, at the default 1 ms
+/// timer resolution (as in tokio, whose resolution that is); a coarser resolution adds what
+/// its rounding adds, so that a tick on time is never counted as missed.
 const MISSED_TICK_TOLERANCE: Duration = Duration::from_millis(5);
+
+/// The longest period: longer ones are cut to it, as tokio cuts them (about 30 years).
+const MAX_PERIOD: Duration = Duration::from_secs(86_400 * 365 * 30);
 
 /// Ticks every `period`, the first tick completing at once.
 ///
@@ -68,7 +73,8 @@ pub fn interval_at(start: Instant, period: Duration) -> Interval {
 }
 
 /// What an [`Interval`] does when ticks were missed (its task was late polling it by more
-/// than 5 ms).
+/// than 5 ms, plus, with a [timer resolution](crate::Builder::timer_resolution) coarser than
+/// 1 ms, what the coarser rounding adds).
 ///
 /// With a period of 100 ms, ticks due at 100, 200, 300, ... and a stall that makes the tick
 /// due at 200 come out at 350:
@@ -120,7 +126,8 @@ impl MissedTickBehavior {
 /// # Panics
 ///
 /// Waiting for a tick after its runtime shut down panics, as polling a
-/// [`Sleep`](crate::time::Sleep) does (a tick whose timer already fired is still returned).
+/// [`Sleep`](crate::time::Sleep) does. A tick that needs no waiting is still returned: one
+/// whose timer already fired, or one already due when first polled, such as the first.
 ///
 /// # Cancel safety
 ///
@@ -131,6 +138,9 @@ pub struct Interval {
     delay: Pin<Box<Sleep>>,
     period: Duration,
     missed_tick_behavior: MissedTickBehavior,
+    /// How late a tick may come before it counts as missed: [`MISSED_TICK_TOLERANCE`], plus
+    /// what the timer resolution rounds deadlines up by beyond 1 ms.
+    tolerance: Duration,
 }
 
 impl Interval {
@@ -140,11 +150,14 @@ impl Interval {
     fn new(what: &str, start: Option<Instant>, period: Duration) -> Interval {
         let driver = Handle::with_current(what, Handle::timer_driver);
         let start = start.unwrap_or_else(|| driver.clock().now());
+        let tolerance =
+            MISSED_TICK_TOLERANCE + driver.tick().saturating_sub(Duration::from_millis(1));
         let delay = Sleep::until(driver, start);
         Interval {
             delay: Box::pin(delay),
-            period,
+            period: period.min(MAX_PERIOD),
             missed_tick_behavior: MissedTickBehavior::default(),
+            tolerance,
         }
     }
 
@@ -165,7 +178,7 @@ impl Interval {
         }
         let timeout = self.delay.deadline();
         let now = Instant::now();
-        let next = if now.saturating_duration_since(timeout) > MISSED_TICK_TOLERANCE {
+        let next = if now.saturating_duration_since(timeout) > self.tolerance {
             self.missed_tick_behavior
                 .next_timeout(timeout, now, self.period)
         } else {
@@ -195,7 +208,7 @@ impl Interval {
         self.delay.as_mut().reset(deadline);
     }
 
-    /// The period.
+    /// The period. A period longer than about 30 years was cut to that, as tokio cuts it.
     pub fn period(&self) -> Duration {
         self.period
     }
