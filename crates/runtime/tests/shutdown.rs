@@ -1,14 +1,14 @@
 //! Shutting a runtime down: dropping it cancels every task (their futures are dropped, their
 //! join handles report cancellation, nothing they held leaks), wakes the sleeps held outside
 //! its tasks, and refuses later spawns; a `Sleep` polled after its runtime shut down panics (as
-//! `Sleep`'s docs say) unless it had already fired, and so do a `Timeout` and an `Interval`
-//! waiting on one; `shutdown_timeout` returns after about its timeout when a task is blocked in
-//! `std::thread::sleep`, or when a cancelled task's destructor blocks (the workers drop the
-//! tasks, as tokio's do); the tasks it cancels are dropped inside its context; dropped on a
-//! worker of another runtime, it still waits for its own busy workers, and on one of its own
-//! workers for the others; in async code (a task, a `block_on` future) it does not wait for its
-//! blocking closures. (Tasks holding armed timers at shutdown are `task_drop_in_place.rs` and
-//! `shutdown_many_timers.rs`.)
+//! `Sleep`'s docs say) unless it had already fired or is first polled after its deadline, and
+//! so do a `Timeout` and an `Interval` waiting on one; `shutdown_timeout` returns after about
+//! its timeout when a task is blocked in `std::thread::sleep`, or when a cancelled task's
+//! destructor blocks (the workers drop the tasks, as tokio's do); the tasks it cancels are
+//! dropped inside its context; dropped on a worker of another runtime, it still waits for its
+//! own busy workers, and on one of its own workers for the others; in async code (a task, a
+//! `block_on` future) it does not wait for its blocking closures. (Tasks holding armed timers
+//! at shutdown are `task_drop_in_place.rs` and `shutdown_many_timers.rs`.)
 
 mod support;
 
@@ -164,6 +164,27 @@ fn a_sleep_that_fired_before_shutdown_stays_ready() {
     drop(rt);
     assert!(delay.is_elapsed());
     assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Ready(()));
+}
+
+#[test]
+fn timers_first_polled_after_their_deadline_and_the_shutdown_complete() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .start_paused(true)
+        .build()
+        .expect("a paused runtime");
+    let (_counter, waker) = CountingWaker::waker();
+    let (mut past, mut ticks) = {
+        let _guard = rt.enter();
+        let past = Box::pin(escapement::time::sleep_until(
+            escapement::time::Instant::now(),
+        ));
+        (past, escapement::time::interval(Duration::from_secs(3600)))
+    };
+    drop(rt);
+    assert_eq!(poll_once(past.as_mut(), &waker), Poll::Ready(()));
+    let mut cx = std::task::Context::from_waker(&waker);
+    assert!(ticks.poll_tick(&mut cx).is_ready(), "the first tick is due");
 }
 
 #[test]
