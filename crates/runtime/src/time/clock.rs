@@ -52,7 +52,15 @@ impl Clock {
     pub(crate) fn now(&self) -> Instant {
         // Relaxed: the flag only chooses the path; the lock orders everything behind it.
         if !self.ever_paused.load(Ordering::Relaxed) {
-            return Instant::from_std(std::time::Instant::now());
+            let now = std::time::Instant::now();
+            // A first `pause` may have come between the check and the reading, and frozen
+            // the clock before `now`: the reading would then run ahead of the paused clock
+            // (and a timer fired on it would be early). Read the flag again; if it is still
+            // clear, `pause` had not yet set it when the system clock was read here, and it
+            // reads the time it freezes at only after setting it: at or after `now`.
+            if !self.ever_paused.load(Ordering::SeqCst) {
+                return Instant::from_std(now);
+            }
         }
         Instant::from_std(self.inner.lock().now())
     }
@@ -74,10 +82,14 @@ impl Clock {
         if inner.running_since.is_none() {
             return Err(ClockError::AlreadyPaused);
         }
+        // Set before the reading below, so that a lock-free reader that misses it read the
+        // system clock before this reading (see `now`); `SeqCst` keeps the store from
+        // waiting in this thread's store buffer past it. Readers that see it take the lock
+        // and wait for the pause to finish.
+        self.ever_paused.store(true, Ordering::SeqCst);
         let now = inner.now();
         inner.base = self.round_up_to_tick(now);
         inner.running_since = None;
-        self.ever_paused.store(true, Ordering::Relaxed);
         Ok(())
     }
 
