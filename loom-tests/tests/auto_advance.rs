@@ -1,12 +1,15 @@
 //! Model 8c: the activity count behind auto-advance. A thread registers a timer on a paused
 //! clock and parks, as `block_on` does, while worker 0 goes idle. Once both are idle the
 //! clock must jump to the timer and fire it, waking the parked thread; the count must never
-//! read zero while a thread is about to run, or the clock would jump under it.
+//! read zero while a thread is about to run, or the clock would jump under it. And
+//! `time::advance` racing worker 0, which has just taken the due timer out of the wheel: the
+//! advance completes only once that timer's waker was woken.
 #![cfg(loom)]
 
 use std::task::{RawWaker, RawWakerVTable, Waker};
 
 use escapement::loom_api::{Driver, Parker, TimerPoll, Unparker};
+use escapement_loom_tests::{process_on_worker0, registered_timer};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -96,5 +99,21 @@ fn the_clock_does_not_jump_under_a_thread_that_became_active() {
         let (first, second) = entering.join().unwrap();
         assert_eq!(first, second, "the clock moved while the thread was active");
         assert_eq!(driver.now_tick(), if advanced { 5 } else { 0 });
+    });
+}
+
+#[test]
+fn advance_waits_for_the_wakes_of_a_batch_another_thread_took() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(true);
+        let (_timer, _waker, wakes) = registered_timer(&driver, 5);
+        let worker0 = process_on_worker0(&driver, 5);
+        driver.advance_and_fire(5);
+        assert_eq!(
+            wakes.count(),
+            1,
+            "advance completed before the due timer's waker was woken"
+        );
+        worker0.join().unwrap();
     });
 }

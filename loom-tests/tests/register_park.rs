@@ -1,6 +1,7 @@
 //! Model 4: a thread registers a timer earlier than anything worker 0 knows of while worker 0
 //! decides to park. Worker 0 must not sleep past it: either it saw the timer and parked with
-//! a timeout for it, or the registration woke it.
+//! a timeout for it, or the registration woke it. The same for a timer reset to an earlier
+//! deadline, which moves it under the lock.
 //!
 //! loom has no time, so the runtime's loom build lets a park of at most an hour return at
 //! once (it stands for "wakes when the timer is due") and makes a longer or untimed park wait
@@ -9,7 +10,7 @@
 #![cfg(loom)]
 
 use escapement::loom_api::{Driver, TimerPoll};
-use escapement_loom_tests::counting_waker;
+use escapement_loom_tests::{counting_waker, registered_timer};
 use loom::thread;
 
 /// Ten minutes in 1 ms ticks: a timed park toward it returns at once under loom.
@@ -26,6 +27,17 @@ fn registration_racing_worker0_parking_with_no_timers() {
         let mut timer = driver.timer(SOON);
         let (waker, _) = counting_waker();
         assert_eq!(timer.poll(&waker), TimerPoll::Pending);
+        parked.join().unwrap();
+    });
+}
+
+#[test]
+fn an_earlier_reset_wakes_worker0_sleeping_toward_the_old_deadline() {
+    loom::model(|| {
+        let (driver, mut worker0) = Driver::new(false);
+        let (mut timer, _waker, _wakes) = registered_timer(&driver, FAR);
+        let parked = thread::spawn(move || worker0.park());
+        timer.reset(SOON);
         parked.join().unwrap();
     });
 }

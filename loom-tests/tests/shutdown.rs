@@ -1,10 +1,13 @@
 //! Model 6: the driver shuts down while a task registers a timer and polls it again. The
 //! task either sees the shutdown or, if its last poll was `Pending`, is woken by it; no timer
-//! is left linked.
+//! is left linked. And while the owner of a registered timer drops it: the shutdown marks the
+//! entry `CLOSING` while it takes the waker and `SHUTDOWN` after its last access, so a drop
+//! that sees anything but `SHUTDOWN` (or `FIRED`) must take the lock before the entry is
+//! freed.
 #![cfg(loom)]
 
 use escapement::loom_api::{Driver, TimerPoll};
-use escapement_loom_tests::counting_waker;
+use escapement_loom_tests::{counting_waker, registered_timer};
 use loom::thread;
 
 #[test]
@@ -41,5 +44,18 @@ fn shutdown_racing_registration_and_polling() {
         }
         assert_eq!(driver.pending(), 0, "shutdown leaves nothing linked");
         drop(timer);
+    });
+}
+
+#[test]
+fn shutdown_racing_the_owner_dropping_its_timer() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(true);
+        let (timer, _waker, wakes) = registered_timer(&driver, 5);
+        let owner = thread::spawn(move || drop(timer));
+        driver.shutdown();
+        owner.join().unwrap();
+        assert!(wakes.count() <= 1);
+        assert_eq!(driver.pending(), 0, "shutdown leaves nothing linked");
     });
 }

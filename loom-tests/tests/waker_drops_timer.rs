@@ -1,6 +1,8 @@
 //! Model 5: the waker of a firing timer drops another registered timer while it is being
 //! woken. Wakers run after the driver lock is released, so the drop (which may take the
-//! lock) cannot deadlock, whether the other timer is due in the same batch or later.
+//! lock) cannot deadlock, whether the other timer is due in the same batch or later. The same
+//! holds for the wakers a shutdown wakes: one that resets a timer never polled (which takes
+//! the lock, where dropping a timer the shutdown closed does not) must not find it held.
 #![cfg(loom)]
 
 use std::task::{RawWaker, RawWakerVTable, Waker};
@@ -8,16 +10,42 @@ use std::task::{RawWaker, RawWakerVTable, Waker};
 use escapement::loom_api::{Driver, Timer, TimerPoll};
 use escapement_loom_tests::{counting_waker, process_on_worker0};
 use loom::sync::{Arc, Mutex};
+use loom::thread;
 
-/// A waker that, when woken, drops the timer in its slot.
-fn dropping_waker(slot: Arc<Mutex<Option<Timer>>>) -> Waker {
-    let raw = RawWaker::new(Arc::into_raw(slot).cast(), &VTABLE);
-    // SAFETY: the vtable treats the pointer as an `Arc<Mutex<Option<Timer>>>` holding one
-    // count, which `into_raw` gave it.
-    unsafe { Waker::from_raw(raw) }
+/// Another timer, and what a waker does to it when woken: resets it to `reset_to`, if set,
+/// then drops it.
+struct Slot {
+    timer: Mutex<Option<Timer>>,
+    reset_to: Option<u64>,
 }
 
-type Slot = Mutex<Option<Timer>>;
+impl Slot {
+    fn new(timer: Timer, reset_to: Option<u64>) -> Arc<Slot> {
+        Arc::new(Slot {
+            timer: Mutex::new(Some(timer)),
+            reset_to,
+        })
+    }
+
+    fn take_and_drop(&self) {
+        let timer = self.timer.lock().unwrap().take();
+        if let (Some(mut timer), Some(tick)) = (timer, self.reset_to) {
+            timer.reset(tick);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.timer.lock().unwrap().is_none()
+    }
+}
+
+/// A waker that, when woken, does to the timer in its slot what the slot says.
+fn dropping_waker(slot: Arc<Slot>) -> Waker {
+    let raw = RawWaker::new(Arc::into_raw(slot).cast(), &VTABLE);
+    // SAFETY: the vtable treats the pointer as an `Arc<Slot>` holding one count, which
+    // `into_raw` gave it.
+    unsafe { Waker::from_raw(raw) }
+}
 
 static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, drop_waker);
 
@@ -30,14 +58,12 @@ unsafe fn clone(ptr: *const ()) -> RawWaker {
 unsafe fn wake(ptr: *const ()) {
     // SAFETY: the waker's count passes to this `Arc`.
     let slot = unsafe { Arc::from_raw(ptr.cast::<Slot>()) };
-    let timer = slot.lock().unwrap().take();
-    drop(timer);
+    slot.take_and_drop();
 }
 
 unsafe fn wake_by_ref(ptr: *const ()) {
     // SAFETY: the waker holds a count; the slot lives while it does.
-    let timer = unsafe { &*ptr.cast::<Slot>() }.lock().unwrap().take();
-    drop(timer);
+    unsafe { &*ptr.cast::<Slot>() }.take_and_drop();
 }
 
 unsafe fn drop_waker(ptr: *const ()) {
@@ -51,7 +77,7 @@ fn model(other_tick: u64) {
         let (plain, other_wakes) = counting_waker();
         let mut other = driver.timer(other_tick);
         assert_eq!(other.poll(&plain), TimerPoll::Pending);
-        let slot = Arc::new(Mutex::new(Some(other)));
+        let slot = Slot::new(other, None);
 
         let mut first = driver.timer(5);
         assert_eq!(
@@ -61,14 +87,10 @@ fn model(other_tick: u64) {
 
         let worker0 = process_on_worker0(&driver, 5);
         // Meanwhile the owner may drop the other timer itself.
-        let mine = slot.lock().unwrap().take();
-        drop(mine);
+        slot.take_and_drop();
         let fired = worker0.join().unwrap();
 
-        assert!(
-            slot.lock().unwrap().is_none(),
-            "the other timer was dropped"
-        );
+        assert!(slot.is_empty(), "the other timer was dropped");
         assert!(fired >= 1, "the first timer fired");
         assert!(other_wakes.count() <= 1);
         assert_eq!(driver.process(other_tick), 0);
@@ -85,4 +107,29 @@ fn waker_drops_a_timer_due_later() {
 #[test]
 fn waker_drops_a_timer_due_in_the_same_batch() {
     model(5);
+}
+
+#[test]
+fn a_waker_woken_by_shutdown_resets_a_timer_never_polled() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(true);
+        let slot = Slot::new(driver.timer(9), Some(7));
+        let mut first = driver.timer(5);
+        assert_eq!(
+            first.poll(&dropping_waker(slot.clone())),
+            TimerPoll::Pending
+        );
+
+        let shutdown = {
+            let driver = driver.clone();
+            thread::spawn(move || driver.shutdown())
+        };
+        // Meanwhile the owner may reset and drop the other timer itself.
+        slot.take_and_drop();
+        shutdown.join().unwrap();
+
+        assert!(slot.is_empty(), "the other timer was dropped");
+        assert_eq!(driver.pending(), 0, "shutdown leaves nothing linked");
+        drop(first);
+    });
 }

@@ -138,6 +138,14 @@ impl Driver {
             .expect("the clock is paused");
     }
 
+    /// What `time::advance` does once polled: moves the paused clock forward by `ticks`,
+    /// fires what is due, and returns once every due timer's waker was woken.
+    pub fn advance_and_fire(&self, ticks: u64) {
+        self.inner
+            .advance_paused(Duration::from_millis(ticks))
+            .expect("the clock is paused");
+    }
+
     /// Wakes worker 0, as a registration earlier than its wakeup or a spawn does.
     pub fn unpark_worker0(&self) {
         self.inner.unpark();

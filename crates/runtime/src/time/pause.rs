@@ -134,17 +134,12 @@ impl Advance {
                  under Handle::enter"
             )
         };
-        let driver = handle.driver();
-        let Ok(now) = driver.clock().advance(self.duration) else {
+        if handle.driver().advance_paused(self.duration).is_err() {
             panic!(
                 "escapement::time::advance: the clock is not paused (advance called at \
                  {caller}; call time::pause first, or build the runtime with start_paused)"
             )
-        };
-        driver.process(now);
-        // Another thread may have taken due timers out of the wheel just before and still be
-        // waking them: the advance completes only once every due timer's waker was woken.
-        driver.wait_for_wakes();
+        }
     }
 }
 

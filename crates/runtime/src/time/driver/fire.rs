@@ -8,6 +8,7 @@
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::task::Waker;
+use std::time::Duration;
 
 use escapement_wheel::Node;
 
@@ -15,6 +16,7 @@ use super::{
     Driver, Inner, Shard, TimerShared, FIRED, FIRING, MAX_TICK, NEVER, STAND_IN_GRACE, WAKE_BATCH,
 };
 use crate::loom::{MutexGuard, Ordering};
+use crate::time::clock::ClockError;
 use crate::time::Instant;
 
 impl Driver {
@@ -184,9 +186,19 @@ impl Driver {
         Some((waker, state))
     }
 
+    /// What `time::advance` does: moves the paused clock forward by `duration`, fires what
+    /// that makes due, and returns once every due timer's waker was woken, those another
+    /// thread took out of the wheel just before and is still waking included.
+    pub(crate) fn advance_paused(&self, duration: Duration) -> Result<(), ClockError> {
+        let now = self.clock.advance(duration)?;
+        self.process(now);
+        self.wait_for_wakes();
+        Ok(())
+    }
+
     /// Waits until every batch of wakers taken out of the wheel before this call has been
     /// woken: after `process`, every timer due by then has fired and its waker was woken.
-    pub(crate) fn wait_for_wakes(&self) {
+    fn wait_for_wakes(&self) {
         // Acquire pairs with the Release decrement after a batch's wakes. The shard locks
         // taken by the caller's `process` made every batch taken before it visible here.
         while self.waking.load(Ordering::Acquire) != 0 {
