@@ -46,6 +46,10 @@ models=(
     "35-driving-thread-misses-the-shutdown current_thread"
     "36-auto-advance-ignores-a-pending-unpark current_thread"
     "37-returning-block-on-counts-out-after-the-lock current_thread"
+    "38-drop-skips-the-lock-while-closing shutdown"
+    "39-shutdown-wakes-under-the-lock waker_drops_timer"
+    "40-earlier-reset-never-wakes-worker0 register_park"
+    "41-advance-counts-a-batch-after-the-lock auto_advance"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"
