@@ -1,15 +1,15 @@
 //! `LocalSet` and `spawn_local`: tasks that are not `Send` run, on the set's thread only;
 //! they use the runtime's timers and wait on work from other threads; a waker fired on
-//! another thread reaches them; awaiting the set waits for all of them; `run_until` leaves
-//! the rest pending; `enter` lets `spawn_local` work outside the set's polls; a panic or an
-//! abort becomes a `JoinError`, and an abort from another thread drops the future on the
-//! set's thread; dropping the set drops the pending futures there and cancels their join
-//! handles, even when one of those destructors panics, and so does a thread that exits with
-//! the set in a thread-local; a waker that outlives the set does nothing, and a guard that
-//! outlives it spawns tasks that are cancelled at once; a task that aborts itself is
-//! cancelled; driving a set from inside its own task panics there; `spawn_local` outside a
-//! set panics; an output that is not `Send` comes back through the join handle, or is dropped
-//! on the set's thread when nobody reads it.
+//! another thread reaches them, even by value as the task finishes; awaiting the set waits
+//! for all of them; `run_until` leaves the rest pending; `enter` lets `spawn_local` work
+//! outside the set's polls; a panic or an abort becomes a `JoinError`, and an abort from
+//! another thread drops the future on the set's thread; dropping the set drops the pending
+//! futures there and cancels their join handles, even when one of those destructors panics,
+//! and so does a thread that exits with the set in a thread-local; a waker that outlives the
+//! set does nothing, and a guard that outlives it spawns tasks that are cancelled at once; a
+//! task that aborts itself is cancelled; driving a set from inside its own task panics there;
+//! `spawn_local` outside a set panics; an output that is not `Send` comes back through the
+//! join handle, or is dropped on the set's thread when nobody reads it.
 
 mod support;
 
@@ -150,6 +150,41 @@ fn a_waker_fired_on_another_thread_reaches_a_local_task() {
         });
         waker_thread.join().unwrap();
     });
+}
+
+/// A waker woken by value keeps its reference until the task is queued: the set's thread may
+/// run the task to completion and free it as soon as it is, while the waking thread is still
+/// in the set's `schedule`, which lives in the task's memory. (A use after free that Miri
+/// reports, with several seeds, when the waker's reference is what the queue gets.)
+#[test]
+fn a_task_woken_by_value_may_finish_before_its_waker_returns() {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::task::Context;
+    for _ in 0..10 {
+        let mut set = LocalSet::new();
+        let parked = Arc::new(Mutex::new(None::<Waker>));
+        let mut polled = false;
+        drop(set.spawn_local(poll_fn({
+            let parked = parked.clone();
+            move |cx| {
+                if polled {
+                    return Poll::Ready(());
+                }
+                polled = true;
+                *parked.lock().unwrap() = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        })));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(Pin::new(&mut set).poll(&mut cx).is_pending());
+        let waker = parked.lock().unwrap().take().expect("the task parked");
+        let waking = thread::spawn(move || waker.wake());
+        while Pin::new(&mut set).poll(&mut cx).is_pending() {
+            thread::yield_now();
+        }
+        waking.join().unwrap();
+    }
 }
 
 #[test]

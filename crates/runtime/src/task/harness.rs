@@ -132,9 +132,12 @@ where
                 match self.cell().header.state.transition_to_idle() {
                     ToIdle::Idle => {}
                     ToIdle::Notified => {
-                        // SAFETY: the worker's reference passes to the new `Notified`.
+                        // SAFETY: the transition took a reference for the new `Notified`.
                         let notified = Notified(unsafe { Task::from_raw(self.header_ptr()) });
                         self.cell().scheduler.schedule(notified);
+                        // The worker's reference kept the task alive while it was scheduled
+                        // (the queued `Notified` may already be running elsewhere).
+                        self.drop_references(1);
                     }
                     ToIdle::Cancel => {
                         self.cancel_future();

@@ -110,7 +110,8 @@ pub(crate) enum ToRunning {
 pub(crate) enum ToIdle {
     /// Nothing; the worker's reference was released.
     Idle,
-    /// Woken during the poll: schedule it again, with the worker's reference.
+    /// Woken during the poll: schedule it again, with the reference the transition took for
+    /// the new `Notified`, then release the worker's.
     Notified,
     /// Aborted during the poll: cancel it now, still `RUNNING`.
     Cancel,
@@ -121,7 +122,9 @@ pub(crate) enum ToIdle {
 pub(crate) enum ToNotified {
     /// Nothing more.
     Nothing,
-    /// Schedule a `Notified` (which owns the reference the transition set aside).
+    /// Schedule a `Notified` (which owns the reference the transition set aside). A waker
+    /// woken by value releases its own reference only after that: the scheduler runs on the
+    /// task's memory, which the `Notified`, once queued, may let another thread free.
     Submit,
     /// The last reference is gone: free the task.
     Dealloc,
@@ -181,8 +184,9 @@ impl State {
                 return (None, ToIdle::Cancel);
             }
             if s.is_notified() {
-                // The worker's reference passes to the new `Notified`.
-                (Some(Snapshot(s.0 & !RUNNING)), ToIdle::Notified)
+                // A reference for the new `Notified`: the worker keeps its own until the
+                // task is queued (see `ToNotified::Submit`).
+                (Some(Snapshot((s.0 & !RUNNING) + REF_ONE)), ToIdle::Notified)
             } else {
                 debug_assert!(s.ref_count() > 1, "the owned list still holds a reference");
                 (Some(Snapshot((s.0 & !RUNNING) - REF_ONE)), ToIdle::Idle)
@@ -216,8 +220,12 @@ impl State {
                 };
                 (Some(next), action)
             } else {
-                // Our reference becomes the `Notified`'s.
-                (Some(Snapshot(s.0 | NOTIFIED)), ToNotified::Submit)
+                // A reference for the `Notified`; the caller releases its own after
+                // submitting it.
+                (
+                    Some(Snapshot((s.0 | NOTIFIED) + REF_ONE)),
+                    ToNotified::Submit,
+                )
             }
         })
     }
@@ -365,8 +373,8 @@ mod tests {
         assert!(s.is_notified() && !s.is_running());
         assert_eq!(
             s.ref_count(),
-            3,
-            "the worker's reference became the new Notified's"
+            4,
+            "a reference for the new Notified, the worker's kept until it is queued"
         );
     }
 

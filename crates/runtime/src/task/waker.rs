@@ -54,8 +54,14 @@ unsafe fn wake(ptr: *const ()) {
     // SAFETY: called on a live waker, whose reference this consumes.
     let (header_ref, header_ptr) = unsafe { (header(ptr), header_ptr(ptr)) };
     match header_ref.state.transition_to_notified_by_val() {
-        // SAFETY: the waker's reference passed to the `Notified`.
-        ToNotified::Submit => unsafe { (header_ref.vtable.schedule)(header_ptr) },
+        ToNotified::Submit => {
+            // SAFETY: the transition took a reference for the `Notified`.
+            unsafe { (header_ref.vtable.schedule)(header_ptr) };
+            // Only now: the scheduler ran on the task's memory, which the queued `Notified`
+            // may have let another thread free had this been the waker's reference.
+            // SAFETY: the waker's reference, which this call consumes.
+            unsafe { drop_waker(ptr) };
+        }
         // SAFETY: that was the last reference.
         ToNotified::Dealloc => unsafe { (header_ref.vtable.dealloc)(header_ptr) },
         ToNotified::Nothing => {}
