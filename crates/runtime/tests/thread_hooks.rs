@@ -17,7 +17,7 @@ use std::time::Duration;
 use escapement::task;
 use escapement::time::sleep;
 
-use support::wait_until;
+use support::{wait_until, within};
 
 /// Names of the threads that ran a callback, in order.
 type Log = Arc<Mutex<Vec<String>>>;
@@ -104,6 +104,34 @@ fn a_panicking_callback_costs_the_runtime_nothing() {
     }));
     assert_eq!(spawned + blocking + slept.unwrap(), 6);
     drop(rt);
+}
+
+#[test]
+fn a_panicking_name_callback_leaves_the_default_name_and_costs_nothing() {
+    // Names the workers, then panics for every later thread: the blocking threads, and the
+    // one a `block_in_place` hands the worker to. (A hang here was a thread counted that
+    // never started, which the drop waited for.)
+    within(Duration::from_secs(30), || {
+        let named = Arc::new(AtomicUsize::new(0));
+        let rt = escapement::Builder::new()
+            .worker_threads(1)
+            .thread_name_fn(move || {
+                let earlier = named.fetch_add(1, Ordering::SeqCst);
+                assert!(earlier < 1, "a name callback that panics");
+                "named".to_owned()
+            })
+            .build()
+            .expect("a runtime");
+        let blocking = rt.block_on(rt.spawn_blocking(current_name)).unwrap();
+        assert_eq!(blocking, "escapement-blocking");
+        let handed_off = rt.block_on(rt.spawn(async {
+            task::block_in_place(|| ());
+            // The worker's loop went on, on a thread that got the default name.
+            escapement::spawn(async { 5 }).await.unwrap()
+        }));
+        assert_eq!(handed_off.unwrap(), 5);
+        drop(rt);
+    });
 }
 
 #[test]

@@ -190,6 +190,10 @@ impl Builder {
     /// it starts, as tokio's. It replaces [`thread_name`](Builder::thread_name), and a later
     /// call to either replaces it.
     ///
+    /// A panic in `name` is reported by the panic hook and contained, as a panic in the other
+    /// thread callbacks is: that thread gets the default name (`escapement-worker-N`,
+    /// `escapement-blocking`). Tokio lets it unwind out of the `spawn_blocking` call.
+    ///
     /// # Examples
     ///
     /// ```

@@ -32,7 +32,7 @@ impl ThreadNames {
         match self {
             ThreadNames::Default => format!("escapement-worker-{index}"),
             ThreadNames::Given(name) => format!("{name}-{index}"),
-            ThreadNames::Callback(name) => name(),
+            ThreadNames::Callback(name) => named(name, || ThreadNames::Default.worker(index)),
         }
     }
 
@@ -41,7 +41,7 @@ impl ThreadNames {
         match self {
             ThreadNames::Default => "escapement-blocking".to_owned(),
             ThreadNames::Given(name) => format!("{name}-blocking"),
-            ThreadNames::Callback(name) => name(),
+            ThreadNames::Callback(name) => named(name, || ThreadNames::Default.blocking()),
         }
     }
 }
@@ -117,6 +117,13 @@ impl ThreadHooks {
     pub(crate) fn unpark(&self) {
         call(self.on_unpark.as_ref());
     }
+}
+
+/// Calls the name callback, containing a panic as [`call`] does: the thread then gets the
+/// default name. A panic here would leave the thread counted but never started (a blocking
+/// pool's shutdown would wait for it forever), or lose the worker being handed off.
+fn named(name: &NameCallback, default: impl FnOnce() -> String) -> String {
+    panic::catch_unwind(AssertUnwindSafe(|| name())).unwrap_or_else(|_| default())
 }
 
 /// Calls `callback`, if any, containing a panic.
