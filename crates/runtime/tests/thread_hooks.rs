@@ -107,6 +107,29 @@ fn a_panicking_callback_costs_the_runtime_nothing() {
 }
 
 #[test]
+fn a_workers_start_and_stop_callbacks_see_the_runtime() {
+    let seen = Log::default();
+    let (on_start, on_stop) = (seen.clone(), seen.clone());
+    let rt = escapement::Builder::new()
+        .worker_threads(2)
+        .thread_name("seen")
+        .on_thread_start(move || {
+            let current = escapement::Handle::try_current().is_ok();
+            on_start.lock().unwrap().push(format!("start {current}"));
+        })
+        .on_thread_stop(move || {
+            let current = escapement::Handle::try_current().is_ok();
+            on_stop.lock().unwrap().push(format!("stop {current}"));
+        })
+        .build()
+        .expect("a runtime");
+    drop(rt);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    assert!(seen.iter().all(|s| s.ends_with("true")), "{seen:?}");
+}
+
+#[test]
 fn a_panicking_name_callback_leaves_the_default_name_and_costs_nothing() {
     // Names the workers, then panics for every later thread: the blocking threads, and the
     // one a `block_in_place` hands the worker to. (A hang here was a thread counted that

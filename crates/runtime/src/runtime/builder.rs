@@ -242,7 +242,9 @@ impl Builder {
     /// work: its workers, and its [`spawn_blocking`](crate::task::spawn_blocking) threads
     /// (which also carry workers that [`block_in_place`](crate::task::block_in_place)
     /// handed off). A later call replaces the callback. A panic in it is reported by the
-    /// panic hook and otherwise ignored; the thread goes on.
+    /// panic hook and otherwise ignored; the thread goes on. On a worker thread the runtime is
+    /// the current one ([`Handle::current`] finds it) while this and the stop callback run,
+    /// as in tokio; on a blocking thread it is not, unlike tokio.
     ///
     /// # Examples
     ///
@@ -513,10 +515,12 @@ impl Builder {
         for (index, (queue, park)) in queues.into_iter().zip(parks).enumerate() {
             let worker = Worker::new(handle.clone(), index);
             let hooks = self.hooks.clone();
-            let spawned = self
-                .hooks
-                .worker_builder(index)
-                .spawn(move || hooks.run(|| worker.run(Core { queue, park })));
+            let current = handle.clone();
+            let spawned = self.hooks.worker_builder(index).spawn(move || {
+                // The start and stop callbacks see the runtime as the current one, as tokio's.
+                let _current = super::context::enter(current);
+                hooks.run(|| worker.run(Core { queue, park }))
+            });
             match spawned {
                 Ok(thread) => threads.push(thread),
                 Err(error) => {
