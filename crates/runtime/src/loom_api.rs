@@ -451,7 +451,8 @@ impl BlockingPool {
     /// Runs a job that adds one to `count` at once, on an idle thread or a new one, as
     /// `block_in_place` hands a worker over; returns whether the pool took it.
     pub fn spawn_now(&self, count: Arc<JobCount>) -> bool {
-        crate::task::BlockingPool::spawn_now(&self.inner, Box::new(move || count.add_one())).is_ok()
+        crate::task::BlockingPool::spawn_now(&self.inner, Box::new(move || count.add_one()), None)
+            .is_ok()
     }
 
     /// Shuts the pool down and waits until its threads have exited.

@@ -242,9 +242,8 @@ impl Builder {
     /// work: its workers, and its [`spawn_blocking`](crate::task::spawn_blocking) threads
     /// (which also carry workers that [`block_in_place`](crate::task::block_in_place)
     /// handed off). A later call replaces the callback. A panic in it is reported by the
-    /// panic hook and otherwise ignored; the thread goes on. On a worker thread the runtime is
-    /// the current one ([`Handle::current`] finds it) while this and the stop callback run,
-    /// as in tokio; on a blocking thread it is not, unlike tokio.
+    /// panic hook and otherwise ignored; the thread goes on. The runtime is the current one
+    /// ([`Handle::current`] finds it) while this and the stop callback run, as in tokio.
     ///
     /// # Examples
     ///

@@ -239,7 +239,7 @@ pub(crate) fn hand_off() -> Option<InClosure> {
             }
         }
     });
-    if BlockingPool::spawn_now(&shared.blocking, job).is_err() {
+    if BlockingPool::spawn_now(&shared.blocking, job, Some(handle.clone())).is_err() {
         let core = slot
             .lock()
             .take()

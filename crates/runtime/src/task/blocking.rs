@@ -129,6 +129,10 @@ impl Job for BlockingJob {
         self.task.cancel();
         self.handle.driver().deactivate();
     }
+
+    fn runtime(&self) -> Option<Handle> {
+        Some(self.handle.clone())
+    }
 }
 
 #[cfg(all(test, not(loom)))]

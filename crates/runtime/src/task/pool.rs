@@ -64,7 +64,9 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use crate::loom::{thread_local_const, Arc, Condvar, Mutex};
+use crate::runtime::context;
 use crate::runtime::thread_hooks::ThreadHooks;
+use crate::runtime::Handle;
 
 thread_local_const! {
     /// The address of the pool whose thread this is, or 0: a shutdown that runs on one of
@@ -78,6 +80,12 @@ pub(crate) trait Job: Send + 'static {
 
     /// The job will never run (no thread is left to run it): release whatever waits on it.
     fn cancel(self);
+
+    /// The runtime a thread started for this job runs in, as the current one, from its
+    /// start callback to its stop callback (as tokio's blocking threads do).
+    fn runtime(&self) -> Option<Handle> {
+        None
+    }
 }
 
 /// A job for [`BlockingPool::spawn_now`].
@@ -144,10 +152,11 @@ impl<J: Job> BlockingPool<J> {
     /// first. With a thread left, the job waits for it instead, as behind the cap.
     #[track_caller]
     pub(crate) fn spawn(pool: &Arc<Self>, job: J) {
-        Self::spawn_with(pool, job, |pool| {
+        Self::spawn_with(pool, job, |pool, runtime| {
             pool.hooks
                 .blocking_builder()
                 .spawn(move || {
+                    let _current = runtime.map(context::enter);
                     pool.hooks.start();
                     pool.run(None);
                 })
@@ -163,11 +172,18 @@ impl<J: Job> BlockingPool<J> {
     ///
     /// If the pool is shut down or the system refused a new thread; `job` is then dropped
     /// without running.
-    pub(crate) fn spawn_now(pool: &Arc<Self>, job: NowJob) -> io::Result<()> {
+    ///
+    /// A thread started for it runs in `runtime`, as [`Job::runtime`] says.
+    pub(crate) fn spawn_now(
+        pool: &Arc<Self>,
+        job: NowJob,
+        runtime: Option<Handle>,
+    ) -> io::Result<()> {
         Self::spawn_now_with(pool, job, |pool, job| {
             pool.hooks
                 .blocking_builder()
                 .spawn(move || {
+                    let _current = runtime.map(context::enter);
                     pool.hooks.start();
                     pool.run(Some(job));
                 })
@@ -208,9 +224,14 @@ impl<J: Job> BlockingPool<J> {
         started
     }
 
-    /// [`spawn`](Self::spawn), starting a thread (which must call `run`) with `start`.
+    /// [`spawn`](Self::spawn), starting a thread (which must call `run`, in the job's
+    /// runtime) with `start`.
     #[track_caller]
-    fn spawn_with(pool: &Arc<Self>, job: J, start: impl FnOnce(Arc<Self>) -> io::Result<()>) {
+    fn spawn_with(
+        pool: &Arc<Self>,
+        job: J,
+        start: impl FnOnce(Arc<Self>, Option<Handle>) -> io::Result<()>,
+    ) {
         let mut state = pool.state.lock();
         if state.shutdown {
             drop(state);
@@ -229,8 +250,9 @@ impl<J: Job> BlockingPool<J> {
             return;
         }
         state.threads += 1;
+        let runtime = state.queue.back().and_then(J::runtime);
         drop(state);
-        let Err(error) = start(pool.clone()) else {
+        let Err(error) = start(pool.clone(), runtime) else {
             return;
         };
         let mut state = pool.state.lock();
@@ -402,7 +424,7 @@ mod tests {
     }
 
     /// A start the system refuses.
-    fn refuse(_pool: Arc<BlockingPool<Run>>) -> io::Result<()> {
+    fn refuse(_pool: Arc<BlockingPool<Run>>, _runtime: Option<Handle>) -> io::Result<()> {
         Err(io::Error::other("refused for the test"))
     }
 
@@ -467,7 +489,7 @@ mod tests {
             if i % 2 == 0 {
                 BlockingPool::spawn(&pool, run(move || done.send(()).unwrap()));
             } else {
-                BlockingPool::spawn_now(&pool, Box::new(move || done.send(()).unwrap()))
+                BlockingPool::spawn_now(&pool, Box::new(move || done.send(()).unwrap()), None)
                     .expect("the idle thread");
             }
             finished.recv().unwrap();
@@ -568,7 +590,7 @@ mod tests {
         let queued = done.clone();
         BlockingPool::spawn(&pool, run(move || queued.send("queued").unwrap()));
         let now = done.clone();
-        BlockingPool::spawn_now(&pool, Box::new(move || now.send("now").unwrap()))
+        BlockingPool::spawn_now(&pool, Box::new(move || now.send("now").unwrap()), None)
             .expect("a thread for the job");
         assert_eq!(finished.recv().unwrap(), "now");
         // Its thread counts against the cap again, which the busy thread fills: it leaves
@@ -601,7 +623,7 @@ mod tests {
             assert_eq!((state.threads, state.exempt), (0, 0));
         }
         pool.shutdown();
-        assert!(BlockingPool::spawn_now(&pool, job(&ran)).is_err());
+        assert!(BlockingPool::spawn_now(&pool, job(&ran), None).is_err());
         assert!(pool.wait_for_exit(None));
         assert_eq!(ran.load(Ordering::SeqCst), 0);
     }
