@@ -14,11 +14,12 @@
 mod support;
 
 use std::cell::{Cell, RefCell};
-use std::future::{pending, poll_fn};
+use std::future::{pending, poll_fn, Future};
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
-use std::task::{Poll, Waker};
+use std::task::{Context, Poll, Waker};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
 
@@ -158,9 +159,6 @@ fn a_waker_fired_on_another_thread_reaches_a_local_task() {
 /// reports, with several seeds, when the waker's reference is what the queue gets.)
 #[test]
 fn a_task_woken_by_value_may_finish_before_its_waker_returns() {
-    use std::future::Future;
-    use std::pin::Pin;
-    use std::task::Context;
     for _ in 0..10 {
         let mut set = LocalSet::new();
         let parked = Arc::new(Mutex::new(None::<Waker>));

@@ -22,7 +22,7 @@ use std::time::Duration;
 use escapement::time::{sleep, Sleep};
 use escapement::{Handle, Runtime};
 
-use support::{poll_once, running, CountingWaker, DropCounter};
+use support::{paused, poll_once, running, CountingWaker, DropCounter};
 
 /// The tasks waiting when the runtime is dropped: fewer under Miri, which interprets every
 /// step of each.
@@ -150,11 +150,7 @@ fn polling_a_never_polled_sleep_after_shutdown_panics() {
 
 #[test]
 fn a_sleep_that_fired_before_shutdown_stays_ready() {
-    let rt = escapement::Builder::new()
-        .worker_threads(1)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime");
+    let rt = paused(1);
     let (_counter, waker) = CountingWaker::waker();
     let mut delay = {
         let _guard = rt.enter();
@@ -168,11 +164,7 @@ fn a_sleep_that_fired_before_shutdown_stays_ready() {
 
 #[test]
 fn timers_first_polled_after_their_deadline_and_the_shutdown_complete() {
-    let rt = escapement::Builder::new()
-        .worker_threads(1)
-        .start_paused(true)
-        .build()
-        .expect("a paused runtime");
+    let rt = paused(1);
     let (_counter, waker) = CountingWaker::waker();
     let (mut past, mut ticks) = {
         let _guard = rt.enter();
