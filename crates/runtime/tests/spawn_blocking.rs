@@ -1,9 +1,9 @@
 //! `task::spawn_blocking`: runs a closure on a pooled blocking thread, reports panics as
 //! `JoinError`s, and holds a paused clock's auto-advance back while it runs. The pool reuses
-//! its threads, caps them at `max_blocking_threads`, lets idle ones go after the keep-alive,
-//! and runs every queued closure even when the runtime shuts down; dropping the runtime waits
-//! for them, `shutdown_timeout` up to its timeout, and a closure passed after the shutdown is
-//! cancelled.
+//! its threads, caps them at `max_blocking_threads`, and lets idle ones go after the
+//! keep-alive. At shutdown the closures still queued are cancelled, as are those passed
+//! after it; dropping the runtime waits for the running ones, `shutdown_timeout` up to its
+//! timeout. An aborted closure that has not started never does.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -179,56 +179,106 @@ fn a_keep_alive_of_duration_max_keeps_the_thread() {
     );
 }
 
-#[test]
-fn closures_queued_when_the_runtime_shuts_down_still_run() {
-    let rt = escapement::Builder::new()
+/// A runtime with one blocking thread, busy with a closure that waits for the returned
+/// sender, and a second closure queued behind it, which counts its runs in `ran` and its
+/// drops in `dropped`. Returns the two handles.
+fn one_closure_running_one_queued(
+    rt: &escapement::Runtime,
+    ran: &Arc<AtomicUsize>,
+    dropped: &Arc<AtomicUsize>,
+) -> (
+    mpsc::Sender<()>,
+    escapement::JoinHandle<bool>,
+    escapement::JoinHandle<()>,
+) {
+    let (release, blocked) = mpsc::channel::<()>();
+    let (started, running) = mpsc::channel();
+    let _inside = rt.enter();
+    let first = spawn_blocking(move || {
+        started.send(()).unwrap();
+        blocked.recv().is_ok()
+    });
+    running.recv().expect("the first closure started");
+    let (ran, token) = (ran.clone(), DropCount(dropped.clone()));
+    // The only thread is busy with `first`: this one waits in the queue.
+    let second = spawn_blocking(move || {
+        let _token = token;
+        ran.fetch_add(1, Ordering::SeqCst);
+    });
+    (release, first, second)
+}
+
+/// Counts its drops.
+struct DropCount(Arc<AtomicUsize>);
+
+impl Drop for DropCount {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn one_blocking_thread() -> escapement::Runtime {
+    escapement::Builder::new()
         .worker_threads(1)
         .max_blocking_threads(1)
         .build()
-        .expect("a runtime");
-    let (release, blocked) = mpsc::channel::<()>();
-    let (first, second) = rt.block_on(async {
-        let first = spawn_blocking(move || blocked.recv().is_ok());
-        // The only thread is busy with `first`: this one waits in the queue.
-        let second = spawn_blocking(|| 2);
-        (first, second)
-    });
-    // Without waiting for them: `first` waits for the message sent below.
-    rt.shutdown_background();
-    release.send(()).expect("the first closure is waiting");
-    assert!(futures::executor::block_on(first).unwrap());
-    assert_eq!(futures::executor::block_on(second).unwrap(), 2);
+        .expect("a runtime")
 }
 
 #[test]
-fn dropping_the_runtime_waits_for_running_and_queued_closures() {
-    let rt = escapement::Builder::new()
-        .worker_threads(1)
-        .max_blocking_threads(1)
-        .build()
-        .expect("a runtime");
-    let finished = Arc::new(AtomicUsize::new(0));
-    let (started, running) = mpsc::channel();
-    rt.block_on(async {
-        let finished_first = finished.clone();
-        drop(spawn_blocking(move || {
-            started.send(()).unwrap();
-            std::thread::sleep(Duration::from_millis(100));
-            finished_first.fetch_add(1, Ordering::SeqCst);
-        }));
-        // Queued behind the first, on the only thread.
-        let finished_second = finished.clone();
-        drop(spawn_blocking(move || {
-            finished_second.fetch_add(1, Ordering::SeqCst);
-        }));
+fn a_closure_queued_when_the_runtime_shuts_down_is_cancelled() {
+    let rt = one_blocking_thread();
+    let (ran, dropped) = (Arc::default(), Arc::default());
+    let (release, first, second) = one_closure_running_one_queued(&rt, &ran, &dropped);
+    // Without waiting: `first` waits for the message sent below.
+    rt.shutdown_background();
+    // Cancelled by the shutdown itself, before the thread is free.
+    assert_eq!(dropped.load(Ordering::SeqCst), 1, "the closure was dropped");
+    let error = futures::executor::block_on(second).expect_err("cancelled");
+    assert!(error.is_cancelled());
+    release.send(()).expect("the first closure is waiting");
+    assert!(futures::executor::block_on(first).unwrap());
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn dropping_the_runtime_waits_for_the_running_closure_only() {
+    let rt = one_blocking_thread();
+    let (ran, dropped) = (Arc::default(), Arc::default());
+    let (release, first, second) = one_closure_running_one_queued(&rt, &ran, &dropped);
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        release.send(()).expect("the first closure is waiting");
     });
-    running.recv().expect("the first closure started");
     drop(rt);
-    assert_eq!(
-        finished.load(Ordering::SeqCst),
-        2,
-        "the drop returned before both closures had"
+    // The drop waited for `first`, which returned once released.
+    assert!(
+        first.is_finished(),
+        "the drop returned before the running closure"
     );
+    assert!(futures::executor::block_on(first).unwrap());
+    assert!(futures::executor::block_on(second)
+        .unwrap_err()
+        .is_cancelled());
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
+    releaser.join().unwrap();
+}
+
+#[test]
+fn an_aborted_closure_that_has_not_started_never_runs_and_one_running_goes_on() {
+    let rt = one_blocking_thread();
+    let (ran, dropped) = (Arc::default(), Arc::default());
+    let (release, first, second) = one_closure_running_one_queued(&rt, &ran, &dropped);
+    second.abort();
+    first.abort();
+    release.send(()).expect("the first closure is waiting");
+    rt.block_on(async {
+        assert!(first.await.unwrap());
+        assert!(second.await.unwrap_err().is_cancelled());
+    });
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    assert_eq!(dropped.load(Ordering::SeqCst), 1);
 }
 
 #[test]

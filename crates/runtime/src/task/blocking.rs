@@ -21,13 +21,16 @@ use crate::JoinHandle;
 /// 10 s) without one. At most
 /// [`Builder::max_blocking_threads`](crate::Builder::max_blocking_threads) (default 512) run
 /// at once; more closures wait in a queue, in the order they came. A panic in `f` becomes a
-/// [`JoinError`](crate::JoinError). A closure is not cancelled when the runtime shuts down:
-/// every closure already passed to `spawn_blocking` runs to the end, queued ones included,
-/// and awaiting its handle afterwards still gives the result. Dropping the runtime waits for
-/// them ([`Runtime::shutdown_timeout`](crate::Runtime::shutdown_timeout) up to its
-/// timeout; neither waits in async code or in one of these closures), then the threads
-/// exit. A closure passed after the shutdown never runs: its handle gives a
-/// cancelled [`JoinError`](crate::JoinError).
+/// [`JoinError`](crate::JoinError).
+///
+/// A closure cannot be stopped once it has started: neither
+/// [`JoinHandle::abort`](crate::JoinHandle::abort) nor the runtime's shutdown stops it, and
+/// awaiting its handle afterwards still gives the result. Dropping the runtime waits for the
+/// closures that have started ([`Runtime::shutdown_timeout`](crate::Runtime::shutdown_timeout)
+/// up to its timeout; neither waits in async code or in one of these closures), then the
+/// threads exit. A closure that has not started, still queued when the runtime shuts down or
+/// aborted before a thread takes it, or passed after the shutdown, never runs: it is dropped,
+/// and its handle gives a cancelled [`JoinError`](crate::JoinError), as with tokio.
 ///
 /// # Examples
 ///

@@ -23,7 +23,7 @@
 //! | `exempt`   | jobs from `spawn_now` not yet finished, outside the cap    |
 //! | `idle`     | threads waiting on the condvar                             |
 //! | `notified` | idle threads already woken for a job, not yet back under the lock |
-//! | `shutdown` | the runtime shut down: idle threads exit at once, new jobs are cancelled |
+//! | `shutdown` | the runtime shut down: idle threads exit, queued and new jobs are cancelled |
 //!
 //! # The protocol
 //!
@@ -37,9 +37,10 @@
 //!   yet, it pushes the job onto `now` and wakes one; else it starts a thread that runs the
 //!   job first. If the pool is shut down or the system refuses the thread, it drops the job
 //!   unrun and says so.
-//! - After shutdown, `spawn` cancels the job instead of queuing it: the runtime that would
-//!   wait for it is gone. Jobs queued before still run, and a shutdown from outside async
-//!   code waits for them.
+//! - `shutdown` sets the flag and takes the queue under the lock, then cancels the jobs it
+//!   took, as tokio cancels the `spawn_blocking` closures no thread has started: only the
+//!   jobs already running hold the shutdown up. From then on the queue stays empty, since
+//!   `spawn` cancels its job instead of queuing it.
 //! - A thread takes jobs from `now`, then from the queue, until both are empty, running each
 //!   without the lock. Once a `now` job returns, the thread takes it out of `exempt` and
 //!   counts against the cap again; if the other threads already fill the cap, it exits, so
@@ -270,11 +271,16 @@ impl<J: Job> BlockingPool<J> {
         panic!("failed to spawn a thread for spawn_blocking: {error}");
     }
 
-    /// Lets idle threads exit at once, and every thread exit once the queue is empty; jobs
-    /// spawned from now on are cancelled.
+    /// Cancels the queued jobs, and those spawned from now on; idle threads exit at once,
+    /// busy ones once their job returns.
     pub(crate) fn shutdown(&self) {
-        self.state.lock().shutdown = true;
+        let mut state = self.state.lock();
+        state.shutdown = true;
+        let queued = std::mem::take(&mut state.queue);
+        drop(state);
         self.condvar.notify_all();
+        // Outside the lock: a cancelled job drops its closure, which may do anything.
+        queued.into_iter().for_each(J::cancel);
     }
 
     /// Whether this thread is one of the pool's.
@@ -283,8 +289,8 @@ impl<J: Job> BlockingPool<J> {
     }
 
     /// After [`shutdown`](Self::shutdown): waits until every thread has exited, so every
-    /// job queued before has run, or until `deadline`; returns whether they all did. Not on
-    /// one of the pool's own threads, which would wait for itself.
+    /// job that had started has returned, or until `deadline`; returns whether they all
+    /// did. Not on one of the pool's own threads, which would wait for itself.
     pub(crate) fn wait_for_exit(&self, deadline: Option<Instant>) -> bool {
         debug_assert!(
             !self.is_own_thread(),
@@ -395,7 +401,6 @@ impl<J> fmt::Debug for BlockingPool<J> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Barrier;
 
     use super::*;
 
@@ -442,33 +447,43 @@ mod tests {
     }
 
     #[test]
-    fn shutdown_lets_idle_threads_exit_after_the_queue_runs() {
-        let pool = Arc::new(BlockingPool::new(3, Duration::MAX));
+    fn shutdown_cancels_the_queued_jobs_and_waits_for_the_running_one() {
+        let pool = Arc::new(BlockingPool::new(1, Duration::MAX));
+        let (started, running) = std::sync::mpsc::channel();
+        let (release, gate) = std::sync::mpsc::channel::<()>();
         let ran = Arc::new(AtomicUsize::new(0));
-        // Three jobs that wait for each other need three threads.
-        let barrier = Arc::new(Barrier::new(3));
-        for _ in 0..3 {
-            let (barrier, ran) = (barrier.clone(), ran.clone());
-            BlockingPool::spawn(
-                &pool,
-                run(move || {
-                    barrier.wait();
-                    ran.fetch_add(1, Ordering::SeqCst);
-                }),
-            );
-        }
-        // The cap: a fourth job queues behind them.
-        let fourth = ran.clone();
+        let first = ran.clone();
         BlockingPool::spawn(
             &pool,
             run(move || {
-                fourth.fetch_add(1, Ordering::SeqCst);
+                started.send(()).unwrap();
+                gate.recv().unwrap();
+                first.fetch_add(1, Ordering::SeqCst);
             }),
         );
-        assert_eq!(pool.threads(), 3);
+        // The cap: the second job queues behind the first.
+        let cancelled = Arc::new(AtomicUsize::new(0));
+        let second = cancelled.clone();
+        BlockingPool::spawn(
+            &pool,
+            Run {
+                run: Box::new(|| panic!("a job queued at the shutdown ran")),
+                cancel: Box::new(move || {
+                    second.fetch_add(1, Ordering::SeqCst);
+                }),
+            },
+        );
+        running.recv().unwrap();
         pool.shutdown();
+        assert_eq!(
+            cancelled.load(Ordering::SeqCst),
+            1,
+            "cancelled by the shutdown"
+        );
+        assert!(!pool.wait_for_exit(Some(Instant::now() + Duration::from_millis(10))));
+        release.send(()).unwrap();
         assert!(pool.wait_for_exit(None));
-        assert_eq!(ran.load(Ordering::SeqCst), 4);
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
         assert_eq!(pool.threads(), 0);
     }
 
