@@ -19,7 +19,7 @@ models=(
     "08-wake-while-running-forgotten task_wake"
     "09-stand-in-marks-worker0-awake overdue_handoff"
     "10-blocking-spawn-never-notifies blocking_pool"
-    "11-blocking-thread-exits-before-the-queue-is-empty blocking_pool"
+    "11-blocking-spawn-queues-after-the-shutdown blocking_pool"
     "12-abort-handle-takes-no-reference join_handle"
     "13-park-releases-the-shards-it-looked-at register_park"
     "14-driver-reference-dropped-relaxed driver_ref"
