@@ -472,6 +472,28 @@ fn in_block_on_the_closure_may_block_on_a_future_again() {
     );
 }
 
+/// After one `block_in_place` handed the worker away, the rest of the poll runs on a thread
+/// that is no worker any more: a second closure, and one nested in it, may block on a future
+/// too, and once each returns the thread is as it was before it.
+#[test]
+fn a_second_closure_in_the_poll_that_handed_the_worker_away_may_block_on_a_future() {
+    let rt = one_worker();
+    let (first, second, nested) = rt.block_on(async {
+        escapement::spawn(async {
+            let first = block_once_the_worker_moved(|| Handle::current().block_on(async { 1 }));
+            let (second, nested) = block_in_place(|| {
+                let nested = block_in_place(|| Handle::current().block_on(async { 3 }));
+                // Still in the outer closure after the inner one returned.
+                (Handle::current().block_on(async { 2 }), nested)
+            });
+            (first, second, nested)
+        })
+        .await
+        .unwrap()
+    });
+    assert_eq!((first, second, nested), (1, 2, 3));
+}
+
 /// Another executor, driven inside the closure, polls more of the runtime's futures than a
 /// task's cooperative budget allows in one poll: it must find no budget spent, or each poll
 /// past the budget returns `Pending` and that executor polls again at once, forever.

@@ -203,10 +203,20 @@ pub(crate) fn is_nonblocking_worker_thread() -> bool {
 
 /// Hands the worker on this thread to a new thread, if this thread is a worker polling a
 /// task (the steps are in the module's note). Until the returned guard drops, this thread may
-/// block. `None`, with nothing changed, anywhere else, or if the new thread could not start.
+/// block. On a thread whose worker went to another thread earlier in the same poll (a second
+/// `block_in_place`, or one inside the first's closure) there is nothing to hand off, but the
+/// thread may block again all the same. `None`, with nothing changed, anywhere else, or if the
+/// new thread could not start.
 pub(crate) fn hand_off() -> Option<InClosure> {
-    if ROLE.try_with(Cell::get).ok()? != Role::Polling {
-        return None;
+    match ROLE.try_with(Cell::get).ok()? {
+        Role::Polling => {}
+        Role::HandedOff => {
+            return Some(InClosure {
+                was_in_closure: set_in_closure(true),
+                taken: None,
+            })
+        }
+        Role::Other => return None,
     }
     // Step 1.
     let (core, handle, index, busy) = LOCAL.with(|local| {
@@ -250,11 +260,13 @@ pub(crate) fn hand_off() -> Option<InClosure> {
     // Step 3: this thread's timer metrics go to the shared block from now on.
     shared.driver.metrics().exit_worker();
     ROLE.with(|role| role.set(Role::HandedOff));
-    set_in_closure(true);
     Some(InClosure {
-        slot,
-        handle,
-        index,
+        was_in_closure: set_in_closure(true),
+        taken: Some(Slot {
+            slot,
+            handle,
+            index,
+        }),
     })
 }
 
@@ -287,19 +299,32 @@ fn restart_busy() -> Duration {
         .unwrap_or_default()
 }
 
-fn set_in_closure(in_closure: bool) {
-    let _ = LOCAL.try_with(|local| {
-        if let Some(local) = local.borrow_mut().as_mut() {
-            local.in_closure = in_closure;
-        }
-    });
+/// Says whether this thread's worker is in the closure of `block_in_place`; returns what it
+/// said before.
+fn set_in_closure(in_closure: bool) -> bool {
+    LOCAL
+        .try_with(|local| {
+            local
+                .borrow_mut()
+                .as_mut()
+                .is_some_and(|local| std::mem::replace(&mut local.in_closure, in_closure))
+        })
+        .unwrap_or(false)
 }
 
 /// From [`hand_off`]: while it lives, the thread may block. When it drops (the closure
-/// returned or panicked), the thread takes the core back if no thread has taken it from the
-/// slot yet (step 4) and goes on as the worker; otherwise it is a worker thread without a
-/// core until its poll returns.
+/// returned or panicked), the thread says again whether it is in a closure as it did before,
+/// and, if this guard handed the worker off, takes the core back if no thread has taken it
+/// from the slot yet (step 4) and goes on as the worker; otherwise it is a worker thread
+/// without a core until its poll returns.
 pub(crate) struct InClosure {
+    was_in_closure: bool,
+    /// The core's way to the new thread, if this guard's call handed it off.
+    taken: Option<Slot>,
+}
+
+/// Where a handed-off core waits for the thread that runs it (step 2).
+struct Slot {
     slot: Arc<Mutex<Option<Core>>>,
     handle: Handle,
     index: usize,
@@ -307,14 +332,17 @@ pub(crate) struct InClosure {
 
 impl Drop for InClosure {
     fn drop(&mut self) {
-        set_in_closure(false);
+        set_in_closure(self.was_in_closure);
+        let Some(taken) = &self.taken else {
+            return;
+        };
         // The lock decides between this thread and the job: whichever takes the core runs
         // the worker, and the other finds the slot empty.
-        let core = self.slot.lock().take();
+        let core = taken.slot.lock().take();
         if let Some(core) = core {
-            let shared = &self.handle.shared;
+            let shared = &taken.handle.shared;
             put_core_back(shared, core);
-            shared.driver.metrics().enter_worker(self.index);
+            shared.driver.metrics().enter_worker(taken.index);
             ROLE.with(|role| role.set(Role::Polling));
         }
     }

@@ -18,7 +18,8 @@ use crate::task::coop;
 /// [`Handle::block_on`](crate::Handle::block_on) works there, so
 /// `block_in_place(|| Handle::current().block_on(fut))` waits for a future from
 /// synchronous code. When `f` returns, the rest of the task's current poll runs on this
-/// thread. If the pool's thread has not taken the worker yet (`f` was short), this thread
+/// thread, where another `block_in_place` just calls its closure, which may block as `f`
+/// could. If the pool's thread has not taken the worker yet (`f` was short), this thread
 /// takes it back and goes on as the worker, and the pool's thread goes idle again.
 /// Otherwise this thread leaves the worker's loop once the poll returns: a blocking thread
 /// goes back to the pool, idle, for the next closure or hand-off; a thread the runtime
