@@ -4,7 +4,8 @@
 //! callback first and the stop callback last, on itself; the stack size reaches workers and
 //! blocking threads alike; the name function names each thread once, and it and
 //! `thread_name` replace each other; a worker runs the park callback before each park and
-//! the unpark callback after it; a panicking callback costs the runtime nothing.
+//! the unpark callback after it; a panicking callback costs the runtime nothing; a shutdown's
+//! timeout covers the workers' stop callbacks.
 
 mod support;
 
@@ -59,6 +60,24 @@ fn every_thread_runs_the_start_callback_first_and_the_stop_callback_last() {
         matches!(started.len(), 3 | 4) && started[2..].iter().all(|n| n == "hooked-blocking"),
         "{started:?}"
     );
+}
+
+/// A worker's stop callback is part of its shutdown: `shutdown_timeout` waits for it, but no
+/// longer than the timeout, as for a task's poll or a blocking closure.
+#[test]
+fn shutdown_timeout_waits_no_longer_than_its_timeout_for_a_slow_stop_callback() {
+    const SLOW: Duration = Duration::from_secs(5);
+    let rt = escapement::Builder::new()
+        .worker_threads(2)
+        .on_thread_stop(|| thread::sleep(SLOW))
+        .build()
+        .expect("a runtime");
+    rt.block_on(async { escapement::spawn(async {}).await.unwrap() });
+    let start = std::time::Instant::now();
+    rt.shutdown_timeout(Duration::from_millis(100));
+    let took = start.elapsed();
+    // Generous for a loaded machine, and still well short of the callback.
+    assert!(took < SLOW / 2, "shutdown_timeout(100ms) took {took:?}");
 }
 
 /// Recurses `depth` times through frames of 64 KiB.

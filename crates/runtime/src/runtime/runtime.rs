@@ -126,8 +126,9 @@ impl Runtime {
     }
 
     /// Shuts the runtime down, waiting at most `timeout` in all for worker threads busy in a
-    /// task poll to come back and for `spawn_blocking` closures to return; threads still busy
-    /// then are left to finish on their own.
+    /// task poll to come back, for `spawn_blocking` closures to return, and for the threads'
+    /// stop callbacks ([`Builder::on_thread_stop`](crate::Builder::on_thread_stop)); threads
+    /// still busy then are left to finish on their own.
     ///
     /// Every task is cancelled (its future dropped, by the workers as they leave, so a slow
     /// destructor delays a worker rather than this call) and every pending timer of the

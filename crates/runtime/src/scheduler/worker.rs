@@ -432,8 +432,23 @@ impl Worker {
     }
 
     /// The worker's loop, until shutdown or until `block_in_place` hands `core` to another
-    /// thread.
-    pub(crate) fn run(mut self, core: Core) {
+    /// thread; then the worker leaves the live workers.
+    pub(crate) fn run(self, core: Core) {
+        drop(self.run_and_stay_counted(core));
+    }
+
+    /// [`run`](Self::run), leaving the worker among the live workers until the returned
+    /// guard drops: a thread the runtime started as the worker keeps it until its stop
+    /// callback has run, so that a shutdown's timeout covers the callback too.
+    pub(crate) fn run_and_stay_counted(mut self, core: Core) -> LiveWorker {
+        // Whatever happens in the loop, even a panic in the runtime itself, the worker
+        // leaves the live workers, so shutdown never waits for it forever.
+        let live = LiveWorker(self.shared().clone());
+        self.run_loop(core);
+        live
+    }
+
+    fn run_loop(&mut self, core: Core) {
         let _enter = context::enter(self.handle.clone());
         // A worker thread keeps the slack it is given until it exits.
         let _slack = install(&self.handle, self.index, core);
@@ -441,8 +456,8 @@ impl Worker {
         // The timers made on this thread count in its own shard, from its credit; dropped
         // after `_exit`, so the tasks that `Exit` drops still give their counts back to it.
         let _shard = InShard::enter(&driver, self.index);
-        // Whatever happens below, even a panic in the runtime itself, the worker leaves as
-        // a worker, so shutdown never waits for it forever.
+        // Whatever happens below, even a panic in the runtime itself, the worker gives its
+        // queue up and, at shutdown, cancels the tasks.
         let _exit = Exit(self.shared().clone());
         while !self.shared().is_shutdown() {
             self.turn = self.turn.wrapping_add(1);
@@ -659,13 +674,22 @@ impl Drop for Exit {
             }
         }
         // At shutdown the workers cancel the tasks, the first to leave all of them (still
-        // in the runtime's context and shard), before they count as exited: a shutdown
-        // with a timeout waits for that too, and no longer than the timeout, so a slow
-        // destructor delays the workers, not the thread shutting down.
+        // in the runtime's context and shard), before they count as exited (`LiveWorker`):
+        // a shutdown with a timeout waits for that too, and no longer than the timeout, so a
+        // slow destructor delays the workers, not the thread shutting down.
         if self.0.is_shutdown() {
             self.0.owned.close_and_shutdown_all();
         }
         self.0.driver.metrics().exit_worker();
+    }
+}
+
+/// A worker among the runtime's live workers, which a shutdown waits for: dropping it counts
+/// the worker out.
+pub(crate) struct LiveWorker(Arc<Shared>);
+
+impl Drop for LiveWorker {
+    fn drop(&mut self) {
         self.0.worker_exited();
     }
 }
