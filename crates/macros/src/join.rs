@@ -187,7 +187,9 @@ impl Join {
                 if #pending {
                     return ::core::task::Poll::Pending;
                 }
-                ::core::task::Poll::Ready(#ready)
+                // A future whose output is `!` makes the outputs' tuple unreachable.
+                #[allow(unreachable_code, clippy::diverging_sub_expression)]
+                return ::core::task::Poll::Ready(#ready);
             })
             .await
         }}

@@ -253,9 +253,10 @@ impl Select {
         };
 
         let preconditions = self.branches.iter().zip(&bits).map(|(branch, bit)| {
-            branch.precondition.as_ref().map(|condition| {
-                quote_spanned!(site=> if !{ let enabled: bool = #condition; enabled } { #disabled |= #bit; })
-            })
+            branch
+                .precondition
+                .as_ref()
+                .map(|condition| quote_spanned!(site=> if !(#condition) { #disabled |= #bit; }))
         });
         // Every branch's expression is evaluated in order into one tuple, which extends the
         // life of a temporary it borrows (`&mut ready(1)`) as a `let` does; then each becomes a
@@ -283,6 +284,8 @@ impl Select {
             let derefs = (0..derefs).map(|_| quote_spanned!(site=> *));
             let i = i as u32;
             quote_spanned! {site=>
+                // A future whose output is `!` makes the rest of its arm unreachable.
+                #[allow(unreachable_code)]
                 #i => {
                     if #disabled & #bit != 0 {
                         continue;

@@ -2,7 +2,8 @@
 //! order written; `try_join!` returns the first error at once and drops the rest; the first
 //! future polled moves on by one at each poll, and `biased;` polls in the order written;
 //! `IntoFuture` arguments; no future and one; the expansion's variables out of the user's
-//! reach; futures and outputs drop in the order written.
+//! reach; futures and outputs drop in the order written; a future that never returns warns
+//! of nothing.
 
 mod support;
 
@@ -264,5 +265,27 @@ fn futures_and_outputs_drop_in_the_order_written() {
         );
         assert!(result.is_err());
         assert_eq!(*log.borrow(), ["first", "second"]);
+    });
+}
+
+/// A future whose output is `!` leaves the outputs' tuple unreachable in the expansion; that
+/// is no warning here, as with tokio.
+#[test]
+#[deny(unreachable_code)]
+fn a_future_that_never_returns_warns_of_no_unreachable_code() {
+    async fn forever() -> ! {
+        loop {
+            pending::<()>().await;
+        }
+    }
+    paused(1).block_on(async {
+        let joined = escapement::time::timeout(Duration::from_millis(5), async {
+            escapement::join!(forever(), ready(1))
+        })
+        .await;
+        assert!(
+            joined.is_err(),
+            "a join of a future that never returns never returns"
+        );
     });
 }

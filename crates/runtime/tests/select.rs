@@ -4,7 +4,8 @@
 //! the branches; handlers run after the futures are dropped and their `return`, `?`, `break`
 //! and `continue` act on the code around; `mut` and `ref` bindings; `IntoFuture`; user types
 //! named like the expansion's own; the futures drop in branch order; a borrowed temporary
-//! lives as long as the `select!`; an `else` alone.
+//! lives as long as the `select!`; an `else` alone; a precondition of any type that negates
+//! to `bool`; a future that never returns warns of nothing.
 
 mod support;
 
@@ -69,6 +70,53 @@ fn else_runs_once_every_branch_is_disabled() {
             0,
             "a disabled future is never polled"
         );
+    });
+}
+
+/// As with tokio: the condition is negated as written, so a `&bool` (a flag from `iter()`) is
+/// one too, and an operator in it binds before the negation.
+#[test]
+fn a_precondition_is_any_expression_that_negates_to_bool() {
+    paused(1).block_on(async {
+        let mut chosen = Vec::new();
+        for enabled in [true, false].iter() {
+            chosen.push(escapement::select! {
+                n = ready(1), if enabled => n,
+                else => 0,
+            });
+        }
+        assert_eq!(chosen, [1, 0]);
+        let (on, off) = (true, false);
+        let value = escapement::select! {
+            n = ready(1), if on && off => n,
+            n = ready(2), if off || on => n,
+        };
+        assert_eq!(value, 2);
+    });
+}
+
+/// A branch whose future never returns (its output is `!`) leaves code in the expansion that
+/// cannot run; that is no warning here, as with tokio.
+#[test]
+#[deny(unreachable_code)]
+fn a_future_that_never_returns_warns_of_no_unreachable_code() {
+    async fn forever() -> ! {
+        loop {
+            pending::<()>().await;
+        }
+    }
+    paused(1).block_on(async {
+        let value = escapement::select! {
+            _ = forever() => 0,
+            n = ready(1) => n,
+        };
+        assert_eq!(value, 1);
+        let value = escapement::select! {
+            biased;
+            _ = forever() => 0,
+            n = ready(2) => n,
+        };
+        assert_eq!(value, 2);
     });
 }
 
