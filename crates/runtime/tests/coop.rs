@@ -3,10 +3,10 @@
 //! `block_on` too; and not inside `task::unconstrained` or a `spawn_blocking` closure. A
 //! `JoinSet` spends it once per output and still hands out every one. A `select!` yields once
 //! it is spent, even with a branch that is always ready and knows nothing of it.
-//! `task::coop::consume_budget` spends it as a ready sleep does, and `has_budget_remaining`
-//! tells when it is spent. `poll_proceed` spends a unit only when the work it allowed made
-//! progress, and `cooperative` makes any future spend it as tokio's does; a guard dropped where
-//! there is no budget puts none back.
+//! `task::coop::consume_budget` (also at `task::consume_budget`) spends it as a ready sleep
+//! does, and `has_budget_remaining` tells when it is spent. `poll_proceed` spends a unit only
+//! when the work it allowed made progress, and `cooperative` makes any future spend it as
+//! tokio's does; a guard dropped where there is no budget puts none back.
 
 mod support;
 
@@ -266,10 +266,15 @@ fn a_blocking_closure_has_no_budget() {
     );
 }
 
-/// A thousand units of budget spent through `coop::consume_budget`.
+/// A thousand units of budget spent through `coop::consume_budget`, half of them through
+/// `task::consume_budget`, the same function at the path of older tokio.
 async fn consume_a_thousand_units() {
-    for _ in 0..1000 {
-        consume_budget().await;
+    for unit in 0..1000 {
+        if unit % 2 == 0 {
+            consume_budget().await;
+        } else {
+            escapement::task::consume_budget().await;
+        }
     }
 }
 

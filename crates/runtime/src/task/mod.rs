@@ -32,6 +32,9 @@ pub use abort::AbortHandle;
 pub use block_in_place::block_in_place;
 pub use blocking::spawn_blocking;
 pub(crate) use blocking::{spawn_blocking_on, BlockingJob};
+/// [`coop::consume_budget`], at the path where tokio 1.39 to 1.43 had it (later tokio keeps
+/// it there too, deprecated).
+pub use coop::consume_budget;
 pub use coop::{unconstrained, Unconstrained};
 pub use error::JoinError;
 pub use id::{id, try_id, Id};
