@@ -36,8 +36,10 @@ use crate::task::coop;
 ///
 /// Nothing else of the calling task runs while `f` does: the other branches of a
 /// [`join!`](crate::join) or [`select!`](crate::select) around it wait too. A paused clock
-/// does not move on its own while `f` runs, as for `spawn_blocking`. Dropping the runtime
-/// waits for `f` to return, as for any task poll in progress.
+/// does not move on its own while `f` runs, as for `spawn_blocking`: an `f` that waits for
+/// one of the runtime's timers then waits until another thread moves the clock
+/// ([`time::advance`](crate::time::advance)). Dropping the runtime waits for `f` to return,
+/// as for any task poll in progress.
 ///
 /// # Examples
 ///

@@ -14,7 +14,9 @@ use crate::JoinHandle;
 /// Use it for work that blocks (file or DNS calls, heavy computation) instead of blocking a
 /// worker thread. The closure counts as busy for the paused clock from this call until it
 /// returns: meanwhile a paused runtime does not auto-advance, so a test sees the blocking
-/// work finish before time jumps.
+/// work finish before time jumps (as with tokio, a closure that waits for one of the
+/// runtime's timers then waits until another thread calls
+/// [`time::advance`](crate::time::advance)).
 ///
 /// The threads are pooled: a thread that finishes a closure takes the next one, and exits
 /// after waiting [`Builder::thread_keep_alive`](crate::Builder::thread_keep_alive) (default
