@@ -232,13 +232,46 @@ fn a_closure_queued_when_the_runtime_shuts_down_is_cancelled() {
     let (release, first, second) = one_closure_running_one_queued(&rt, &ran, &dropped);
     // Without waiting: `first` waits for the message sent below.
     rt.shutdown_background();
-    // Cancelled by the shutdown itself, before the thread is free.
-    assert_eq!(dropped.load(Ordering::SeqCst), 1, "the closure was dropped");
-    let error = futures::executor::block_on(second).expect_err("cancelled");
-    assert!(error.is_cancelled());
     release.send(()).expect("the first closure is waiting");
     assert!(futures::executor::block_on(first).unwrap());
+    // The thread, free again, cancels the queued closure instead of running it.
+    let error = futures::executor::block_on(second).expect_err("cancelled");
+    assert!(error.is_cancelled());
     assert_eq!(ran.load(Ordering::SeqCst), 0);
+    assert_eq!(dropped.load(Ordering::SeqCst), 1, "the closure was dropped");
+}
+
+/// A queued closure is dropped on the pool's thread, not on the thread shutting the runtime
+/// down: a slow destructor holds up no shutdown beyond its timeout.
+#[test]
+fn a_queued_closure_dropped_slowly_holds_no_shutdown_up_past_its_timeout() {
+    const SLOW: std::time::Duration = std::time::Duration::from_secs(5);
+    struct SlowDrop;
+    impl Drop for SlowDrop {
+        fn drop(&mut self) {
+            std::thread::sleep(SLOW);
+        }
+    }
+    let rt = one_blocking_thread();
+    let (release, blocked) = mpsc::channel::<()>();
+    let (started, running) = mpsc::channel();
+    let _first = rt.spawn_blocking(move || {
+        started.send(()).unwrap();
+        let _ = blocked.recv();
+    });
+    running.recv().expect("the first closure started");
+    let slow = SlowDrop;
+    let _second = rt.spawn_blocking(move || drop(slow));
+    // Released once the shutdown has begun, with the second closure still queued.
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        release.send(()).expect("the first closure is waiting");
+    });
+    let start = std::time::Instant::now();
+    rt.shutdown_timeout(std::time::Duration::from_millis(100));
+    let took = start.elapsed();
+    assert!(took < SLOW / 2, "shutdown_timeout(100ms) took {took:?}");
+    releaser.join().unwrap();
 }
 
 #[test]

@@ -37,10 +37,11 @@
 //!   yet, it pushes the job onto `now` and wakes one; else it starts a thread that runs the
 //!   job first. If the pool is shut down or the system refuses the thread, it drops the job
 //!   unrun and says so.
-//! - `shutdown` sets the flag and takes the queue under the lock, then cancels the jobs it
-//!   took, as tokio cancels the `spawn_blocking` closures no thread has started: only the
-//!   jobs already running hold the shutdown up. From then on the queue stays empty, since
-//!   `spawn` cancels its job instead of queuing it.
+//! - After shutdown, a thread cancels the jobs it takes from the queue instead of running
+//!   them, as tokio cancels the `spawn_blocking` closures no thread has started; `spawn`
+//!   cancels its job instead of queuing it. The threads cancel, not `shutdown`: a cancelled
+//!   job drops its closure, which may take long, and only the threads are waited for within
+//!   a shutdown's timeout.
 //! - A thread takes jobs from `now`, then from the queue, until both are empty, running each
 //!   without the lock. Once a `now` job returns, the thread takes it out of `exempt` and
 //!   counts against the cap again; if the other threads already fill the cap, it exits, so
@@ -271,16 +272,12 @@ impl<J: Job> BlockingPool<J> {
         panic!("failed to spawn a thread for spawn_blocking: {error}");
     }
 
-    /// Cancels the queued jobs, and those spawned from now on; idle threads exit at once,
-    /// busy ones once their job returns.
+    /// From now on the threads cancel the queued jobs instead of running them, and `spawn`
+    /// cancels its job; idle threads exit once the queue is empty, busy ones once their job
+    /// returns and the queue is empty.
     pub(crate) fn shutdown(&self) {
-        let mut state = self.state.lock();
-        state.shutdown = true;
-        let queued = std::mem::take(&mut state.queue);
-        drop(state);
+        self.state.lock().shutdown = true;
         self.condvar.notify_all();
-        // Outside the lock: a cancelled job drops its closure, which may do anything.
-        queued.into_iter().for_each(J::cancel);
     }
 
     /// Whether this thread is one of the pool's.
@@ -289,8 +286,9 @@ impl<J: Job> BlockingPool<J> {
     }
 
     /// After [`shutdown`](Self::shutdown): waits until every thread has exited, so every
-    /// job that had started has returned, or until `deadline`; returns whether they all
-    /// did. Not on one of the pool's own threads, which would wait for itself.
+    /// job that had started has returned and every queued one is cancelled, or until
+    /// `deadline`; returns whether they all did. Not on one of the pool's own threads, which
+    /// would wait for itself.
     pub(crate) fn wait_for_exit(&self, deadline: Option<Instant>) -> bool {
         debug_assert!(
             !self.is_own_thread(),
@@ -346,8 +344,13 @@ impl<J: Job> BlockingPool<J> {
                 continue;
             }
             if let Some(job) = state.queue.pop_front() {
+                let shutdown = state.shutdown;
                 drop(state);
-                job.run();
+                if shutdown {
+                    job.cancel();
+                } else {
+                    job.run();
+                }
                 state = self.state.lock();
                 idle_until = None;
                 continue;
@@ -475,15 +478,14 @@ mod tests {
         );
         running.recv().unwrap();
         pool.shutdown();
-        assert_eq!(
-            cancelled.load(Ordering::SeqCst),
-            1,
-            "cancelled by the shutdown"
-        );
+        // The busy thread cancels it once its job returns; until then the shutdown's wait
+        // times out.
         assert!(!pool.wait_for_exit(Some(Instant::now() + Duration::from_millis(10))));
+        assert_eq!(cancelled.load(Ordering::SeqCst), 0);
         release.send(()).unwrap();
         assert!(pool.wait_for_exit(None));
         assert_eq!(ran.load(Ordering::SeqCst), 1);
+        assert_eq!(cancelled.load(Ordering::SeqCst), 1);
         assert_eq!(pool.threads(), 0);
     }
 
