@@ -80,6 +80,42 @@ fn shutdown_timeout_waits_no_longer_than_its_timeout_for_a_slow_stop_callback() 
     assert!(took < SLOW / 2, "shutdown_timeout(100ms) took {took:?}");
 }
 
+/// A worker thread that handed its worker away with `block_in_place` leaves once that poll
+/// returns, and runs its stop callback while the runtime goes on. A runtime dropped there
+/// waits for its other workers, not for that thread, which is still counted among them
+/// until the callback returns.
+#[test]
+fn a_runtime_dropped_in_the_stop_callback_of_a_worker_thread_returns() {
+    within(Duration::from_secs(30), || {
+        let slot: Arc<Mutex<Option<escapement::Runtime>>> = Arc::default();
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let (in_callback, counted) = (slot.clone(), dropped.clone());
+        let rt = escapement::Builder::new()
+            .worker_threads(1)
+            .on_thread_stop(move || {
+                let runtime = in_callback.lock().unwrap().take();
+                if let Some(runtime) = runtime {
+                    drop(runtime);
+                    counted.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+            .build()
+            .expect("a runtime");
+        let handle = rt.handle().clone();
+        *slot.lock().unwrap() = Some(rt);
+        // The worker moves to a blocking thread; the worker thread leaves after the poll.
+        let (done, finished) = std::sync::mpsc::channel();
+        drop(handle.spawn(async move {
+            task::block_in_place(|| thread::sleep(Duration::from_millis(50)));
+            let _ = done.send(());
+        }));
+        finished.recv().unwrap();
+        wait_until("the runtime dropped in the stop callback", || {
+            dropped.load(Ordering::SeqCst) == 1
+        });
+    });
+}
+
 /// Recurses `depth` times through frames of 64 KiB.
 fn deep(depth: usize) -> u8 {
     let frame = black_box([depth as u8; 64 * 1024]);

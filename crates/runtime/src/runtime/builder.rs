@@ -518,8 +518,9 @@ impl Builder {
             let spawned = self.hooks.worker_builder(index).spawn(move || {
                 // The start and stop callbacks see the runtime as the current one, as tokio's.
                 let _current = super::context::enter(current);
-                // Counted among the live workers until the stop callback returns: a shutdown
-                // with a timeout waits no longer than that for it.
+                // Counted among the live workers until the stop callback returns, so that a
+                // shutdown's timeout covers the callback (a panic in the runtime's loop
+                // counts the worker out as it unwinds, before the callback).
                 let _live = hooks.run(|| worker.run_and_stay_counted(Core { queue, park }));
             });
             match spawned {

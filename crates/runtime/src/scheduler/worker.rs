@@ -80,6 +80,13 @@ thread_local_const! {
     static ROLE: Cell<Role> = Cell::new(Role::Other);
 }
 
+thread_local_const! {
+    /// The runtime (the address of its `Shared`) among whose live workers this thread is
+    /// counted ([`LiveWorker`]), or 0. A thread the runtime started as a worker stays counted
+    /// after its loop, until its stop callback returns.
+    static LIVE_WORKER_OF: Cell<usize> = Cell::new(0);
+}
+
 /// What a worker thread is doing, as far as handing its worker to another thread goes.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Role {
@@ -167,13 +174,19 @@ pub(crate) fn push_local(shared: &Shared, task: Task) -> Result<(), Task> {
 /// among its live workers), with its core or having handed it off, now or as the worker it
 /// was before a current-thread runtime's `block_on` made it that runtime's.
 pub(crate) fn is_worker_of(shared: &Shared) -> bool {
-    LOCAL
-        .try_with(|local| {
-            let local = local.borrow();
-            std::iter::successors(local.as_ref(), |local| local.outer.as_deref())
-                .any(|local| std::ptr::eq(&*local.handle.shared, shared))
-        })
-        .unwrap_or(false)
+    let counted = LIVE_WORKER_OF.try_with(Cell::get).ok() == Some(address_of(shared));
+    counted
+        || LOCAL
+            .try_with(|local| {
+                let local = local.borrow();
+                std::iter::successors(local.as_ref(), |local| local.outer.as_deref())
+                    .any(|local| std::ptr::eq(&*local.handle.shared, shared))
+            })
+            .unwrap_or(false)
+}
+
+fn address_of(shared: &Shared) -> usize {
+    std::ptr::from_ref(shared).addr()
 }
 
 /// Whether this thread runs the worker of a current-thread runtime (in its `block_on`).
@@ -443,7 +456,7 @@ impl Worker {
     pub(crate) fn run_and_stay_counted(mut self, core: Core) -> LiveWorker {
         // Whatever happens in the loop, even a panic in the runtime itself, the worker
         // leaves the live workers, so shutdown never waits for it forever.
-        let live = LiveWorker(self.shared().clone());
+        let live = LiveWorker::enter(self.shared().clone());
         self.run_loop(core);
         live
     }
@@ -685,12 +698,27 @@ impl Drop for Exit {
 }
 
 /// A worker among the runtime's live workers, which a shutdown waits for: dropping it counts
-/// the worker out.
-pub(crate) struct LiveWorker(Arc<Shared>);
+/// the worker out. Meanwhile its thread is one of the runtime's workers for [`is_worker_of`],
+/// so a runtime dropped there does not wait for it.
+pub(crate) struct LiveWorker {
+    shared: Arc<Shared>,
+    /// What `LIVE_WORKER_OF` said before.
+    outer: usize,
+}
+
+impl LiveWorker {
+    /// Counts this thread, already among the live workers of `shared`, as one of them until
+    /// the guard drops.
+    fn enter(shared: Arc<Shared>) -> LiveWorker {
+        let outer = LIVE_WORKER_OF.with(|of| of.replace(address_of(&shared)));
+        LiveWorker { shared, outer }
+    }
+}
 
 impl Drop for LiveWorker {
     fn drop(&mut self) {
-        self.0.worker_exited();
+        let _ = LIVE_WORKER_OF.try_with(|of| of.set(self.outer));
+        self.shared.worker_exited();
     }
 }
 
