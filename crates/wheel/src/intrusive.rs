@@ -149,6 +149,16 @@ impl<T> Arena for Nodes<T> {
 /// remove allocate nothing and run in O(1). The caller keeps every linked node alive and in
 /// place; see the module's contract.
 ///
+/// The wheel is `Send` when `T` is `Send` and `Sync`: [`poll_with`](Self::poll_with) hands
+/// `&T` to its closure on the wheel's thread while the nodes' owners may hold `&T` on
+/// theirs.
+///
+/// ```compile_fail
+/// fn send<S: Send>() {}
+/// // `Cell` is `Send` but not `Sync`.
+/// send::<escapement_wheel::IntrusiveWheel<std::cell::Cell<u64>>>();
+/// ```
+///
 /// # Examples
 ///
 /// ```
@@ -169,9 +179,11 @@ pub struct IntrusiveWheel<T> {
     hierarchy: Hierarchy<NonNull<Node<T>>>,
 }
 
-// SAFETY: the wheel touches only the headers of its nodes, never their values; a node linked
-// into it is `Send` when `T` is, and the contract keeps it alive wherever the wheel goes.
-unsafe impl<T: Send> Send for IntrusiveWheel<T> {}
+// SAFETY: the wheel writes only the headers of its nodes, never their values, and reads a
+// value only to hand `&T` to `poll_with`'s closure on the wheel's thread, while the node's
+// owner may read it on another: hence `T: Sync` as well as `Send`. The contract keeps every
+// linked node alive wherever the wheel goes.
+unsafe impl<T: Send + Sync> Send for IntrusiveWheel<T> {}
 // SAFETY: `&IntrusiveWheel` only reads headers; writes need `&mut`.
 unsafe impl<T: Sync> Sync for IntrusiveWheel<T> {}
 
@@ -287,6 +299,12 @@ impl<T> IntrusiveWheel<T> {
     /// let (_, deadline) = wheel.poll_with(300, later).expect("due at tick 300");
     /// assert_eq!(deadline, 300);
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// `later` must not panic: if it does, the process aborts. The wheel calls it on nodes it
+    /// has taken out of their lists to place them again, and could not leave them linked to
+    /// nothing, which the owners would then free.
     #[inline]
     pub fn poll_with(
         &mut self,
@@ -294,11 +312,14 @@ impl<T> IntrusiveWheel<T> {
         mut later: impl FnMut(&T) -> u64,
     ) -> Option<(NonNull<Node<T>>, u64)> {
         let mut nodes = Nodes(PhantomData);
-        // SAFETY: the wheel hands `later` only nodes linked into it, alive by the contract;
-        // `&T` is the value, which the wheel never writes.
-        let h = self
-            .hierarchy
-            .poll(&mut nodes, now, |_, h| later(unsafe { h.as_ref() }.value()))?;
+        let h = self.hierarchy.poll(&mut nodes, now, |_, h| {
+            let abort = AbortOnUnwind;
+            // SAFETY: the wheel hands `later` only nodes linked into it, alive by the
+            // contract; `&T` is the value, which the wheel never writes.
+            let moved = later(unsafe { h.as_ref() }.value());
+            std::mem::forget(abort);
+            moved
+        })?;
         Some((h, nodes.header(h).deadline))
     }
 
@@ -351,6 +372,16 @@ impl<T> fmt::Debug for IntrusiveWheel<T> {
             .field("now", &self.now())
             .field("len", &self.len())
             .finish_non_exhaustive()
+    }
+}
+
+/// Aborts the process if dropped: it is forgotten once the code it guards has returned, so it
+/// drops only when that code unwinds.
+struct AbortOnUnwind;
+
+impl Drop for AbortOnUnwind {
+    fn drop(&mut self) {
+        std::process::abort();
     }
 }
 
@@ -517,5 +548,52 @@ mod tests {
             other.insert(a.as_ref(), 1);
         }
         assert_eq!(other.poll(1).map(|(_, d)| d), Some(1));
+    }
+
+    /// A `later` that panics would leave the nodes of a cascade, or a due node, linked to
+    /// no list, and their owners free to drop them: the process aborts instead. The test runs
+    /// itself again as a child that does it, and checks the child died of the abort.
+    #[test]
+    #[cfg(not(miri))]
+    fn a_panic_in_later_aborts() {
+        const CHILD: &str = "ESCAPEMENT_WHEEL_PANIC_IN_LATER";
+        if std::env::var_os(CHILD).is_some() {
+            let a = pin!(Node::new(std::cell::Cell::new(0u64)));
+            let b = pin!(Node::new(std::cell::Cell::new(0u64)));
+            let mut wheel = IntrusiveWheel::new();
+            // SAFETY: the nodes are declared before the wheel, so they outlive it.
+            unsafe {
+                wheel.insert(a.as_ref(), 100);
+                wheel.insert(b.as_ref(), 100);
+            }
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                wheel.poll_with(100, |_| panic!("a later that panics"))
+            }));
+            // Not reached: the child aborted in the cascade.
+            std::process::exit(0);
+        }
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "intrusive::tests::a_panic_in_later_aborts",
+                "--nocapture",
+            ])
+            .env(CHILD, "1")
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("the test binary runs again");
+        assert!(
+            !status.success(),
+            "the child went on after the panic: {status}"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::ExitStatusExt;
+            assert_eq!(
+                status.signal(),
+                Some(6),
+                "the child died of SIGABRT: {status}"
+            );
+        }
     }
 }

@@ -138,7 +138,7 @@ pub(crate) struct TimerShared {
     /// owner writes it as the entry dies, so loom reports any access that is not ordered
     /// before the entry's end: a use after free.
     #[cfg(loom)]
-    alive: crate::loom::UnsafeCell<()>,
+    alive: Alive,
 }
 
 impl TimerShared {
@@ -147,7 +147,7 @@ impl TimerShared {
             state: AtomicU64::new(FIRED),
             waker: AtomicWaker::new(),
             #[cfg(loom)]
-            alive: crate::loom::UnsafeCell::new(()),
+            alive: Alive(crate::loom::UnsafeCell::new(())),
         }
     }
 
@@ -156,14 +156,14 @@ impl TimerShared {
     #[inline]
     pub(crate) fn touched(&self) {
         #[cfg(loom)]
-        self.alive.with(|_| ());
+        self.alive.0.with(|_| ());
     }
 
     /// The owner is done with the entry; nothing may touch it afterwards (checked under loom).
     #[inline]
     pub(crate) fn dying(&self) {
         #[cfg(loom)]
-        self.alive.with_mut(|_| ());
+        self.alive.0.with_mut(|_| ());
     }
 }
 
@@ -216,13 +216,15 @@ pub(crate) struct Driver {
     alive: Alive,
 }
 
-/// The driver's loom cell (see `Driver::alive`).
+/// A loom cell that holds nothing, for loom to track the accesses to what holds it: a timer
+/// entry (`TimerShared::alive`) or the driver (`Driver::alive`).
 #[cfg(loom)]
 struct Alive(crate::loom::UnsafeCell<()>);
 
-// SAFETY: the cell holds nothing; it exists for loom to track accesses. Threads only read it
-// through a shared `Driver` (`let_go`), which loom allows at once; the one write is the
-// driver's drop, through `&mut Driver`.
+// SAFETY: the cell holds nothing; it exists for loom to track accesses, and loom checks each
+// one. Threads read it through a shared reference (`TimerShared::touched`, the driver's
+// `let_go`); the one write is its holder's end (`TimerShared::dying`, the driver's drop through
+// `&mut Driver`), which loom reports if a read is not ordered before it.
 #[cfg(loom)]
 unsafe impl Sync for Alive {}
 
