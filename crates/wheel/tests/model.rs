@@ -3,9 +3,11 @@
 //! Each operation is applied to both, and after every step the test checks that the wheel
 //! fired exactly what the oracle says is due (the earliest deadline, ties in insertion order,
 //! nothing early, nothing lost), that stale keys stay stale, that `next_expiration` keeps its
-//! contract, and that the wheel's structural invariants hold. A seeded random run covers
-//! millions of operations; proptest runs shorter sequences and shrinks any failure to a
-//! minimal one.
+//! contract, and that the wheel's structural invariants hold (in a large wheel, every few
+//! steps). A seeded random run covers millions of operations, growing the wheel to hundreds
+//! or thousands of timers, and starts over with a new wheel whenever time nears its end,
+//! where every deadline saturates and is due at once; it checks that it grew the wheel and
+//! cascaded timers. Proptest runs shorter sequences and shrinks any failure to a minimal one.
 //!
 //! The same model drives the keyed `Wheel` and the `IntrusiveWheel` (over boxed, pinned nodes
 //! that are freed as soon as they are unlinked), so under Miri it exercises the crate's
@@ -339,8 +341,15 @@ impl<W: ModelWheel> Model<W> {
     }
 
     fn pick_live(&mut self, i: usize) -> Option<W::Key> {
-        self.keys.retain(|k| self.live.contains_key(k));
-        (!self.keys.is_empty()).then(|| self.keys[i % self.keys.len()])
+        // Dead keys are dropped once they are half the list, so a pick costs O(1) amortized
+        // in a large wheel: a few probes from `i`, then the first live key after it.
+        if self.keys.len() > 2 * self.live.len() + 64 {
+            self.keys.retain(|k| self.live.contains_key(k));
+        }
+        let len = self.keys.len();
+        (0..len)
+            .map(|j| self.keys[(i % len.max(1) + j) % len])
+            .find(|k| self.live.contains_key(k))
     }
 
     fn retire(&mut self, key: W::Key) {
@@ -512,7 +521,11 @@ impl<W: ModelWheel> Model<W> {
     }
 
     fn check(&mut self) {
-        self.wheel.check_invariants();
+        // The full walk costs a step per timer: in a large wheel, often enough that every
+        // structure a run builds is walked, at about 64 timers' cost a step.
+        if self.steps % (self.oracle.len() as u64 / 64).max(1) == 0 {
+            self.wheel.check_invariants();
+        }
         assert_eq!(self.wheel.len(), self.oracle.len());
         assert_eq!(self.wheel.len() == 0, self.oracle.is_empty());
         let now = self.wheel.now();
@@ -567,7 +580,15 @@ fn random_deadline(rng: &mut SmallRng) -> Deadline {
 }
 
 fn random_op(rng: &mut SmallRng, live: usize, target_live: usize) -> Op {
-    let insert_weight = if live < target_live { 45 } else { 20 };
+    // Below half its target the wheel mostly grows: the jumps and drains below fire most of
+    // what it holds, and would keep it from ever reaching its target.
+    let insert_weight = if live < target_live / 2 {
+        400
+    } else if live < target_live {
+        45
+    } else {
+        20
+    };
     let roll = rng.random_range(0..100 + insert_weight);
     if roll >= 100 {
         return Op::Insert(random_deadline(rng));
@@ -578,11 +599,16 @@ fn random_op(rng: &mut SmallRng, live: usize, target_live: usize) -> Op {
         25..=29 => Op::Stale(rng.random_range(0..usize::MAX)),
         30..=59 => Op::Poll(rng.random_range(0..4)),
         60..=69 => Op::Poll(magnitude(rng, 6..24)),
-        70..=73 => Op::Poll(1 << rng.random_range(24..64u32)),
-        74..=75 => Op::Poll(rng.random()),
+        70..=73 => Op::Poll(1 << rng.random_range(24..48u32)),
+        // Rarely a jump anywhere, often to the end of time (`run_random_with` then starts
+        // over, as nothing but due timers is left to test there).
+        74..=75 if rng.random_range(0..64) == 0 => Op::Poll(rng.random()),
+        74..=75 => Op::Poll(magnitude(rng, 24..44)),
         76..=79 => Op::PollBack(rng.random_range(0..100)),
         80..=91 => Op::PollNext,
-        92..=98 => Op::Drain(magnitude(rng, 0..20)),
+        // A drain fires every near timer: only once the wheel has grown, or it never would.
+        92..=98 if live >= target_live / 2 => Op::Drain(magnitude(rng, 0..20)),
+        92..=98 => Op::Poll(rng.random_range(0..4)),
         _ => {
             if rng.random_range(0..50) == 0 {
                 Op::Clear
@@ -641,11 +667,33 @@ fn run_random_with<W: ModelWheel>(
             &[8, 64, 500, 3_000]
         };
         let target_live = sizes[seed as usize % sizes.len()];
+        let (mut steps, mut cascades, mut most_live) = (0, 0, 0);
         for _ in 0..total / seeds {
             let op = next_op(&mut rng, model.wheel.len(), target_live);
             model.apply(&op);
+            most_live = most_live.max(model.wheel.len());
+            // Near the end of time every deadline saturates and is due at once: start over
+            // with a new wheel, or the rest of the run tests nothing else.
+            if model.wheel.now() > u64::MAX - (1 << 44) {
+                steps += model.steps;
+                cascades += model.wheel.cascades();
+                model = Model::with_wheel(make());
+            }
         }
-        assert_eq!(model.steps, total / seeds);
+        steps += model.steps;
+        cascades += model.wheel.cascades();
+        assert_eq!(steps, total / seeds);
+        // The run did what it is for: grew the wheel and moved timers between levels.
+        if total / seeds >= 100_000 {
+            assert!(
+                most_live >= target_live / 2,
+                "seed {seed}: at most {most_live} timers live, for a target of {target_live}"
+            );
+            assert!(
+                cascades >= total / seeds / 100,
+                "seed {seed}: only {cascades} cascades"
+            );
+        }
     }
 }
 
