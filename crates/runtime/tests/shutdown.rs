@@ -1,8 +1,8 @@
 //! Shutting a runtime down: dropping it cancels every task (their futures are dropped, their
 //! join handles report cancellation, nothing they held leaks), wakes the sleeps held outside
 //! its tasks, and refuses later spawns; a `Sleep` polled after its runtime shut down panics (as
-//! `Sleep`'s docs say) unless it had already fired or is first polled after its deadline, and
-//! so do a `Timeout` and an `Interval` waiting on one; `shutdown_timeout` returns after about
+//! `Sleep`'s docs say) unless it had already fired or its deadline has passed, and so do a
+//! `Timeout` and an `Interval` waiting on one; `shutdown_timeout` returns after about
 //! its timeout when a task is blocked in `std::thread::sleep`, or when a cancelled task's
 //! destructor blocks (the workers drop the tasks, as tokio's do); the tasks it cancels are
 //! dropped inside its context; dropped on a worker of another runtime, it still waits for its
@@ -177,6 +177,29 @@ fn timers_first_polled_after_their_deadline_and_the_shutdown_complete() {
     assert_eq!(poll_once(past.as_mut(), &waker), Poll::Ready(()));
     let mut cx = std::task::Context::from_waker(&waker);
     assert!(ticks.poll_tick(&mut cx).is_ready(), "the first tick is due");
+}
+
+/// On the real clock: a `sleep(d)` first polled after its deadline, and one polled once
+/// before the shutdown, complete once their deadline has passed, as they would have fired.
+#[test]
+fn sleeps_polled_after_the_shutdown_and_their_deadline_complete() {
+    let rt = running(1);
+    let (_counter, waker) = CountingWaker::waker();
+    let (mut never_polled, mut polled) = {
+        let _guard = rt.enter();
+        (
+            Box::pin(sleep(Duration::from_millis(10))),
+            Box::pin(sleep(Duration::from_millis(10))),
+        )
+    };
+    assert_eq!(poll_once(polled.as_mut(), &waker), Poll::Pending);
+    drop(rt);
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    assert_eq!(poll_once(never_polled.as_mut(), &waker), Poll::Ready(()));
+    assert_eq!(poll_once(polled.as_mut(), &waker), Poll::Ready(()));
+    // And again: a future that completed stays complete.
+    assert_eq!(poll_once(never_polled.as_mut(), &waker), Poll::Ready(()));
+    assert_eq!(poll_once(polled.as_mut(), &waker), Poll::Ready(()));
 }
 
 #[test]

@@ -95,8 +95,9 @@ pin_project! {
     /// Polling it after its runtime has shut down panics: the runtime's timers are gone, and
     /// completing early would break the guarantee that a timer never fires before its
     /// deadline. A sleep that has elapsed completes instead: one that fired before the
-    /// shutdown, or one first polled after its deadline (tokio panics for these too). (Pending sleeps are woken at shutdown, so a task awaiting one is not left
-    /// hanging; in a runtime that is shutting down, such tasks are cancelled anyway.)
+    /// shutdown, or one polled after its deadline (tokio panics for these too). (Pending
+    /// sleeps are woken at shutdown, so a task awaiting one is not left hanging; in a runtime
+    /// that is shutting down, such tasks are cancelled anyway.)
     ///
     /// # Cancel safety
     ///
