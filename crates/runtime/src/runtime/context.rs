@@ -53,7 +53,7 @@ pub(crate) fn try_with_handle<R>(f: impl FnOnce(&Handle) -> R) -> Result<Option<
 
 /// Makes `handle` current until the guard drops, restoring what was current before. Guards
 /// nest: they must be dropped in the reverse order they were made, on the thread that made
-/// them (the guard is neither `Send` nor `Sync`).
+/// them (the guard is not `Send`).
 pub(crate) fn enter(handle: Handle) -> ContextGuard {
     let previous = CURRENT.with(|current| current.replace(Some(handle)));
     let depth = DEPTH.with(|depth| {
@@ -73,8 +73,15 @@ pub(crate) struct ContextGuard {
     /// The thread's guard count once this one was made: its place in the nesting.
     depth: usize,
     /// The guard belongs to the thread whose context it changed.
-    _not_send: PhantomData<*const ()>,
+    _not_send: PhantomData<SyncNotSend>,
 }
+
+/// A marker that is `Sync` but not `Send`: a guard stays on its thread, and a shared
+/// reference to one, which exposes nothing, may go anywhere (as tokio's `EnterGuard`).
+struct SyncNotSend(PhantomData<*const ()>);
+
+// SAFETY: `SyncNotSend` holds nothing that is ever read; it only withholds `Send`.
+unsafe impl Sync for SyncNotSend {}
 
 impl Drop for ContextGuard {
     fn drop(&mut self) {
