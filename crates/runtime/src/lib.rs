@@ -16,9 +16,10 @@
 //!
 //! - **Workers** run tasks from per-worker queues, a global injector, and each other's queues
 //!   (stealing); idle workers sleep without spinning (`scheduler`).
-//! - **Worker 0 owns the timer driver**: a hierarchical timing wheel (`escapement-wheel`)
-//!   behind one mutex. It fires due timers each turn and, when idle, parks on its next expiry;
-//!   other threads wake it only to register an earlier deadline (`time::driver`).
+//! - **Worker 0 owns the timer driver**: hierarchical timing wheels (`escapement-wheel`), one
+//!   shard per worker behind its own mutex, where the worker's timers register. It fires due
+//!   timers each turn and, when idle, parks on its next expiry; other threads wake it only to
+//!   register an earlier deadline (`time::driver`).
 //! - **Timers are intrusive**: the wheel links nodes that live inside the `Sleep` futures, so
 //!   a timer costs no allocation, registers lazily at its first poll, and unlinks in O(1).
 //! - **Concurrency primitives** come from one facade (`loom`), so the loom models in
