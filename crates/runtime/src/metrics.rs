@@ -371,7 +371,8 @@ impl RuntimeMetrics {
         self.totals().fired
     }
 
-    /// Timers dropped while still in the wheel.
+    /// Timers dropped while still in the wheel, and those still in it when the runtime shut
+    /// down, which will never fire.
     pub fn timers_cancelled(&self) -> u64 {
         self.totals().cancelled
     }

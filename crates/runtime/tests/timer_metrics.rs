@@ -1,5 +1,5 @@
 //! `Runtime::metrics`: the timer counters (resets included: a registered timer ends fired or
-//! cancelled), the lateness histogram, and `metrics(false)`.
+//! cancelled, a shutdown cancelling those left), the lateness histogram, and `metrics(false)`.
 
 use std::pin::pin;
 
@@ -136,6 +136,34 @@ fn resets_keep_registered_equal_to_fired_plus_cancelled() {
         timer.await;
     });
     assert_eq!(rearmed, (2, 2, 0, 1));
+}
+
+/// A timer still in the wheel when the runtime shuts down will never fire: it counts as
+/// cancelled, whether its owner drops it before or after the shutdown, or never polls it
+/// again.
+#[test]
+fn timers_pending_at_shutdown_count_as_cancelled() {
+    let rt = paused(1, true);
+    let metrics = rt.metrics();
+    let mut held = {
+        let _guard = rt.enter();
+        Box::pin(sleep(Duration::from_secs(3600)))
+    };
+    rt.block_on(async {
+        assert!(futures::poll!(held.as_mut()).is_pending());
+        let mut dropped_later = Box::pin(sleep(Duration::from_secs(60)));
+        assert!(futures::poll!(dropped_later.as_mut()).is_pending());
+        // Held by a task that never runs again.
+        escapement::spawn(async move {
+            dropped_later.as_mut().await;
+        });
+    });
+    assert_eq!(metrics.timers_registered(), 2);
+    drop(rt);
+    drop(held);
+    assert_eq!(metrics.live_timers(), 0);
+    assert_eq!(metrics.timers_fired(), 0);
+    assert_eq!(metrics.timers_cancelled(), 2, "{metrics:?}");
 }
 
 #[test]

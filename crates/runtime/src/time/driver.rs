@@ -684,12 +684,13 @@ impl Driver {
         loop {
             let mut inner = shard.inner.lock();
             inner.shutdown = true;
-            let mut done = false;
+            let (mut done, mut closed) = (false, 0);
             while !wakers.is_full() {
                 let Some((node, _)) = inner.wheel.poll(u64::MAX) else {
                     done = true;
                     break;
                 };
+                closed += 1;
                 // SAFETY: as in `fire_or_relink`.
                 let shared = unsafe { node.as_ref() }.value();
                 shared.state.store(CLOSING, Ordering::Release);
@@ -699,6 +700,9 @@ impl Driver {
             }
             shard.next_due.store(NEVER, Ordering::Relaxed);
             drop(inner);
+            // Timers the shutdown closes will never fire, and their drops find them out of
+            // the wheel: they count as cancelled here.
+            self.metrics.add(|m| &m.cancelled, closed);
             wakers.wake_all();
             if done {
                 return;
