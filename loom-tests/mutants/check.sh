@@ -50,6 +50,7 @@ models=(
     "39-shutdown-wakes-under-the-lock waker_drops_timer"
     "40-earlier-reset-never-wakes-worker0 register_park"
     "41-advance-counts-a-batch-after-the-lock auto_advance"
+    "42-blocking-thread-exits-before-the-queue-is-empty blocking_pool"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"
