@@ -195,8 +195,10 @@ fn sleeps_polled_after_the_shutdown_and_their_deadline_complete() {
     assert_eq!(poll_once(polled.as_mut(), &waker), Poll::Pending);
     drop(rt);
     std::thread::sleep(std::time::Duration::from_millis(30));
+    assert!(polled.is_elapsed(), "its deadline has passed");
     assert_eq!(poll_once(never_polled.as_mut(), &waker), Poll::Ready(()));
     assert_eq!(poll_once(polled.as_mut(), &waker), Poll::Ready(()));
+    assert!(never_polled.is_elapsed());
     // And again: a future that completed stays complete.
     assert_eq!(poll_once(never_polled.as_mut(), &waker), Poll::Ready(()));
     assert_eq!(poll_once(polled.as_mut(), &waker), Poll::Ready(()));

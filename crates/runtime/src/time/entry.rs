@@ -74,13 +74,15 @@ impl TimerEntry {
         &self.driver
     }
 
-    /// Whether the timer has fired (as the driver or a poll saw it).
+    /// Whether the timer has fired (as the driver or a poll saw it), or, once its runtime shut
+    /// down, whether its deadline has passed (its poll then completes).
     pub(crate) fn is_elapsed(&self) -> bool {
         self.registered
-            && matches!(
-                self.node.value().state.load(Ordering::Acquire),
-                FIRING | FIRED
-            )
+            && match self.node.value().state.load(Ordering::Acquire) {
+                FIRING | FIRED => true,
+                CLOSING | SHUTDOWN => self.deadline <= self.driver.clock().now(),
+                _ => false,
+            }
     }
 
     /// Completes once the deadline has passed; registers on the first poll.

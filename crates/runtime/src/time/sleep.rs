@@ -147,7 +147,8 @@ impl Sleep {
 
     /// Whether the timer has fired. A sleep fires once it is registered, by its first poll or
     /// a [`reset`](Sleep::reset), and its deadline has come; one never polled nor reset is
-    /// not elapsed, as in tokio.
+    /// not elapsed, as in tokio. After its runtime shut down, a registered sleep is elapsed
+    /// once its deadline has passed, as its poll then completes.
     pub fn is_elapsed(&self) -> bool {
         self.entry.is_elapsed()
     }
