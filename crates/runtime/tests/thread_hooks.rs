@@ -116,6 +116,40 @@ fn a_runtime_dropped_in_the_stop_callback_of_a_worker_thread_returns() {
     });
 }
 
+/// A runtime dropped in a worker's start callback, before the worker's loop, waits for the
+/// other workers, not for the thread doing the drop.
+#[test]
+fn a_runtime_dropped_in_the_start_callback_of_a_worker_thread_returns() {
+    within(Duration::from_secs(30), || {
+        let slot: Arc<Mutex<Option<escapement::Runtime>>> = Arc::default();
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let first = Arc::new(AtomicUsize::new(0));
+        let (in_callback, counted) = (slot.clone(), dropped.clone());
+        let rt = escapement::Builder::new()
+            .worker_threads(2)
+            .on_thread_start(move || {
+                if first.fetch_add(1, Ordering::SeqCst) != 0 {
+                    return;
+                }
+                // The first thread to start waits for the runtime, then drops it.
+                let runtime = loop {
+                    if let Some(runtime) = in_callback.lock().unwrap().take() {
+                        break runtime;
+                    }
+                    thread::sleep(Duration::from_millis(1));
+                };
+                drop(runtime);
+                counted.fetch_add(1, Ordering::SeqCst);
+            })
+            .build()
+            .expect("a runtime");
+        *slot.lock().unwrap() = Some(rt);
+        wait_until("the runtime dropped in the start callback", || {
+            dropped.load(Ordering::SeqCst) == 1
+        });
+    });
+}
+
 /// Recurses `depth` times through frames of 64 KiB.
 fn deep(depth: usize) -> u8 {
     let frame = black_box([depth as u8; 64 * 1024]);

@@ -8,7 +8,7 @@ use super::thread_hooks::{ThreadHooks, ThreadNames};
 use super::{Handle, Runtime};
 use crate::loom::{Arc, CallbackArc};
 use crate::park::Parker;
-use crate::scheduler::worker::{Core, Park, Worker};
+use crate::scheduler::worker::{Core, LiveWorker, Park, Worker};
 use crate::scheduler::{CoreSlot, Local, Remote, Shared};
 use crate::task::BlockingPool;
 use crate::time::clock::Clock;
@@ -517,11 +517,13 @@ impl Builder {
             let current = handle.clone();
             let spawned = self.hooks.worker_builder(index).spawn(move || {
                 // The start and stop callbacks see the runtime as the current one, as tokio's.
-                let _current = super::context::enter(current);
-                // Counted among the live workers until the stop callback returns, so that a
-                // shutdown's timeout covers the callback (a panic in the runtime's loop
-                // counts the worker out as it unwinds, before the callback).
-                let _live = hooks.run(|| worker.run_and_stay_counted(Core { queue, park }));
+                let _current = super::context::enter(current.clone());
+                // One of the live workers from before the start callback to after the stop
+                // callback (as counted when the runtime was built), so that a shutdown's
+                // timeout covers both, and a runtime dropped in either does not wait for
+                // this thread.
+                let _live = LiveWorker::enter(current.shared.clone());
+                hooks.run(|| worker.run_counted(Core { queue, park }));
             });
             match spawned {
                 Ok(thread) => threads.push(thread),

@@ -447,21 +447,17 @@ impl Worker {
     /// The worker's loop, until shutdown or until `block_in_place` hands `core` to another
     /// thread; then the worker leaves the live workers.
     pub(crate) fn run(self, core: Core) {
-        drop(self.run_and_stay_counted(core));
-    }
-
-    /// [`run`](Self::run), leaving the worker among the live workers until the returned
-    /// guard drops: a thread the runtime started as the worker keeps it until its stop
-    /// callback has run, so that a shutdown's timeout covers the callback too.
-    pub(crate) fn run_and_stay_counted(mut self, core: Core) -> LiveWorker {
         // Whatever happens in the loop, even a panic in the runtime itself, the worker
         // leaves the live workers, so shutdown never waits for it forever.
-        let live = LiveWorker::enter(self.shared().clone());
-        self.run_loop(core);
-        live
+        let _live = LiveWorker::enter(self.shared().clone());
+        self.run_counted(core);
     }
 
-    fn run_loop(&mut self, core: Core) {
+    /// [`run`](Self::run), for a thread whose caller holds the worker's [`LiveWorker`]: a
+    /// thread the runtime started as the worker holds it around its start and stop
+    /// callbacks too, so that a shutdown's timeout covers them, and a runtime dropped in one
+    /// does not wait for this thread.
+    pub(crate) fn run_counted(mut self, core: Core) {
         let _enter = context::enter(self.handle.clone());
         // A worker thread keeps the slack it is given until it exits.
         let _slack = install(&self.handle, self.index, core);
@@ -709,7 +705,7 @@ pub(crate) struct LiveWorker {
 impl LiveWorker {
     /// Counts this thread, already among the live workers of `shared`, as one of them until
     /// the guard drops.
-    fn enter(shared: Arc<Shared>) -> LiveWorker {
+    pub(crate) fn enter(shared: Arc<Shared>) -> LiveWorker {
         let outer = LIVE_WORKER_OF.with(|of| of.replace(address_of(&shared)));
         LiveWorker { shared, outer }
     }
