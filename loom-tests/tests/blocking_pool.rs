@@ -4,8 +4,8 @@
 //! - Before any shutdown, both jobs run: whether a job went to a new thread, to an idle one,
 //!   or waited behind the cap, some thread takes it (a lost wake-up leaves the model
 //!   blocked, which loom reports).
-//! - A shutdown that races the jobs runs or cancels each of them, exactly once (it cancels
-//!   those still queued), and every pool thread exits.
+//! - A shutdown that races the jobs runs or cancels each of them, exactly once (the pool's
+//!   threads cancel those still queued), and every pool thread exits.
 //! - A job spawned as the pool shuts down either runs or is cancelled, exactly once, and the
 //!   shutdown's wait returns either way.
 //! - A job given to run at once (`spawn_now`, as `block_in_place` hands a worker over) runs
@@ -17,7 +17,7 @@ use escapement::loom_api::{BlockingPool, JobCount};
 use loom::thread;
 
 /// Two jobs spawned from two threads; `wait` says whether the model waits for both to run
-/// before it shuts the pool down, which cancels those still queued.
+/// before it shuts the pool down, after which the pool's threads cancel those still queued.
 fn two_spawns(max_threads: usize, wait: bool) {
     loom::model(move || {
         let pool = BlockingPool::new(max_threads);
