@@ -262,9 +262,10 @@ fn a_queued_closure_dropped_slowly_holds_no_shutdown_up_past_its_timeout() {
     running.recv().expect("the first closure started");
     let slow = SlowDrop;
     let _second = rt.spawn_blocking(move || drop(slow));
-    // Released once the shutdown has begun, with the second closure still queued.
+    // Released once the shutdown has begun (and returned, unless a drop holds it up), with
+    // the second closure still queued.
     let releaser = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(std::time::Duration::from_millis(300));
         release.send(()).expect("the first closure is waiting");
     });
     let start = std::time::Instant::now();
