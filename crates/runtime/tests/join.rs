@@ -16,7 +16,7 @@ use std::task::{Context, Poll};
 
 use escapement::time::{sleep, Duration, Instant};
 
-use support::{paused, DropCounter, Named};
+use support::{forever, paused, DropCounter, Named};
 
 #[test]
 fn join_runs_its_futures_concurrently() {
@@ -273,11 +273,6 @@ fn futures_and_outputs_drop_in_the_order_written() {
 #[test]
 #[deny(unreachable_code)]
 fn a_future_that_never_returns_warns_of_no_unreachable_code() {
-    async fn forever() -> ! {
-        loop {
-            pending::<()>().await;
-        }
-    }
     paused(1).block_on(async {
         let joined = escapement::time::timeout(Duration::from_millis(5), async {
             escapement::join!(forever(), ready(1))

@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 
 use escapement::time::{sleep, Duration, Instant};
 
-use support::{paused, DropCounter, Named};
+use support::{forever, paused, DropCounter, Named};
 
 #[test]
 fn the_first_to_finish_wins_and_the_others_drop() {
@@ -100,11 +100,6 @@ fn a_precondition_is_any_expression_that_negates_to_bool() {
 #[test]
 #[deny(unreachable_code)]
 fn a_future_that_never_returns_warns_of_no_unreachable_code() {
-    async fn forever() -> ! {
-        loop {
-            pending::<()>().await;
-        }
-    }
     paused(1).block_on(async {
         let value = escapement::select! {
             _ = forever() => 0,

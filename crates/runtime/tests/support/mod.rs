@@ -138,3 +138,10 @@ pub(crate) fn far_from(from: Instant) -> Instant {
     }
     far
 }
+
+/// A future that never completes: its output is `!`.
+pub(crate) async fn forever() -> ! {
+    loop {
+        std::future::pending::<()>().await;
+    }
+}
