@@ -109,6 +109,24 @@ fn reset_immediately_ticks_now() {
 }
 
 #[test]
+fn reset_immediately_ticks_now_within_the_tick_the_next_one_was_armed_for() {
+    let rt = paused(1);
+    rt.block_on(async {
+        // The paused clock starts on a tick's boundary: the pending tick at 900 µs and the
+        // reset's 500 µs share the 1 ms tick.
+        let start = Instant::now();
+        let mut ticker = interval(Duration::from_micros(900));
+        ticker.tick().await;
+        let (_counter, waker) = CountingWaker::waker();
+        assert_eq!(poll_tick(&mut ticker, &waker), Poll::Pending);
+        time::advance(Duration::from_micros(500)).await;
+        ticker.reset_immediately();
+        let now = start + Duration::from_micros(500);
+        assert_eq!(poll_tick(&mut ticker, &waker), Poll::Ready(now));
+    });
+}
+
+#[test]
 fn reset_after_and_reset_at_move_the_next_tick() {
     let rt = paused(2);
     rt.block_on(async {

@@ -2,7 +2,8 @@
 //! deadline, to a later one (the lock-free path: the timer must not fire, nor its waker be
 //! woken, at the old deadline, and the driver does not walk it there either), after the timer
 //! fired (it is armed again), after it fired but before it was polled, and into the past
-//! (completes at the next poll). Exact times through the paused clock.
+//! (completes at the next poll, also within the tick it was armed for). Exact times through
+//! the paused clock.
 
 mod support;
 
@@ -232,6 +233,23 @@ fn reset_into_the_past_completes_at_the_next_poll_on_the_paused_clock() {
             Duration::from_millis(100),
             "the clock did not move"
         );
+    });
+}
+
+#[test]
+fn reset_into_the_past_within_the_armed_tick_completes_at_the_next_poll() {
+    let rt = paused(1);
+    rt.block_on(async {
+        // The paused clock starts on a tick's boundary: both deadlines round up to the tick
+        // that ends 1 ms later, and the earlier one has passed when the reset moves there.
+        let start = Instant::now();
+        let mut delay = pin!(sleep_until(start + Duration::from_micros(900)));
+        let (_counter, waker) = CountingWaker::waker();
+        assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Pending);
+        time::advance(Duration::from_micros(500)).await;
+        delay.as_mut().reset(start + Duration::from_micros(200));
+        assert_eq!(poll_once(delay.as_mut(), &waker), Poll::Ready(()));
+        assert_eq!(start.elapsed(), Duration::from_micros(500));
     });
 }
 

@@ -132,6 +132,7 @@ impl TimerEntry {
     /// armed only at its next poll, and one that fired lets go of its waker.
     pub(crate) fn reset(self: Pin<&mut Self>, deadline: Instant, reregister: bool) {
         let this = self.project();
+        let earlier = deadline < *this.deadline;
         *this.deadline = deadline;
         *this.may_be_past = true;
         if !*this.registered && !reregister {
@@ -150,9 +151,11 @@ impl TimerEntry {
         }
         this.driver.metrics().add(|m| &m.resets, 1);
         let state = shared.state.load(Ordering::Acquire);
-        if state <= MAX_TICK && tick >= state {
-            // Later than the armed tick: the node may stay where it is. The CAS fails if the
-            // driver claimed the entry meanwhile; AcqRel pairs with its Acquire load.
+        if state <= MAX_TICK && (tick > state || (tick == state && !earlier)) {
+            // Not earlier than the armed deadline, nor in an earlier tick: the node may stay
+            // where it is. (An earlier deadline in the same tick may have passed already, and
+            // then completes at the next poll, below.) The CAS fails if the driver claimed the
+            // entry meanwhile; AcqRel pairs with its Acquire load.
             if shared
                 .state
                 .compare_exchange(state, tick, Ordering::AcqRel, Ordering::Acquire)
