@@ -2,7 +2,8 @@
 //! reset: `sleep`, `sleep_until`, `timeout`, `timeout_at`, `interval`, `interval_at`,
 //! `Sleep::reset`, and `Interval::reset`, `reset_after` and `reset_at`. None panics or
 //! overflows, none fires (raced against a one-second timer on the paused clock, the timer
-//! wins at exactly one second), and each stays pending on the real clock.
+//! wins at exactly one second), and each stays pending on the real clock. A deadline past
+//! the driver's last tick never fires, nor does any timer once a paused clock is past it.
 
 mod support;
 
@@ -149,6 +150,42 @@ fn advancing_the_clock_by_duration_max_saturates() {
         let later = Instant::now();
         time::advance(Duration::from_millis(5)).await;
         assert_eq!(later.elapsed(), Duration::from_millis(5));
+    });
+}
+
+/// Far past the driver's last tick (585 million years at the default 1 ms tick).
+const A_BILLION_YEARS: Duration = Duration::from_secs(1_000_000_000 * 365 * 86_400);
+
+#[test]
+fn a_deadline_past_the_last_tick_is_no_target_for_auto_advance() {
+    // Auto-advance has nothing else to jump to: the runtime stays blocked, so it runs on a
+    // thread of its own, left behind when the test ends.
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        paused(1).block_on(async {
+            let deadline = Instant::now() + A_BILLION_YEARS;
+            sleep_until(deadline).await;
+            let _ = sender.send(deadline.saturating_duration_since(Instant::now()));
+        });
+    });
+    if let Ok(early) = receiver.recv_timeout(std::time::Duration::from_secs(1)) {
+        panic!("the sleep completed {early:?} before its deadline");
+    }
+}
+
+#[test]
+fn past_the_last_tick_no_timer_completes_early() {
+    paused(1).block_on(async {
+        for _ in 0..6 {
+            time::advance(A_BILLION_YEARS / 5).await;
+        }
+        let start = Instant::now();
+        let mut hour = pin!(sleep(Duration::from_secs(3_600)));
+        let mut cx = Context::from_waker(noop_waker_ref());
+        assert!(hour.as_mut().poll(&mut cx).is_pending());
+        time::advance(Duration::from_secs(60)).await;
+        assert!(hour.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(start.elapsed(), Duration::from_secs(60));
     });
 }
 

@@ -103,8 +103,10 @@ pub(crate) const SHUTDOWN: u64 = u64::MAX - 1;
 pub(crate) const FIRING: u64 = u64::MAX - 2;
 /// The driver holds the lock and is taking the entry's waker, to shut it down.
 pub(crate) const CLOSING: u64 = u64::MAX - 3;
-/// The largest tick a timer can be armed for: later deadlines are clamped here (centuries
-/// away at any resolution) and never fire.
+/// The largest tick a timer can be armed for: later deadlines are clamped here (585 million
+/// years after the runtime started at the default 1 ms tick, 5.8 million at 10 µs) and
+/// never fire. The clock's tick stops one short of it, however far a paused clock is
+/// advanced, and no one parks toward it.
 pub(crate) const MAX_TICK: u64 = u64::MAX - 4;
 
 /// `sleeping_until` while worker 0 is not parked: no registration needs to wake it.
@@ -253,6 +255,13 @@ struct Inner {
     shutdown: bool,
 }
 
+impl Inner {
+    /// The earliest tick a timer is armed for, unless that is [`MAX_TICK`], which never comes.
+    fn next_expiration(&self) -> Option<u64> {
+        self.wheel.next_expiration().filter(|&tick| tick < MAX_TICK)
+    }
+}
+
 impl Driver {
     /// A driver for a runtime of `workers` workers, of which `active` threads start out
     /// active.
@@ -323,6 +332,7 @@ impl Driver {
         self.floor_tick(self.clock.now())
     }
 
+    /// The tick an instant falls in, at most the one before [`MAX_TICK`].
     pub(crate) fn floor_tick(&self, at: Instant) -> u64 {
         let since = at
             .into_std()
@@ -330,7 +340,7 @@ impl Driver {
             .as_nanos();
         u64::try_from(since / u128::from(self.tick_ns))
             .unwrap_or(MAX_TICK)
-            .min(MAX_TICK)
+            .min(MAX_TICK - 1)
     }
 
     /// The tick of a deadline, rounded up, at most [`MAX_TICK`].
@@ -465,6 +475,10 @@ impl Driver {
     /// `next_due`, and wakes worker 0 if it sleeps toward a later tick. Releases the lock
     /// before the syscall.
     fn link_done(&self, shard: &Shard, inner: MutexGuard<'_, Inner>, tick: u64) {
+        if tick == MAX_TICK {
+            // It never fires: nothing is due then, and no one need wake for it.
+            return;
+        }
         if tick < shard.next_due.load(Ordering::Relaxed) {
             shard.next_due.store(tick, Ordering::Relaxed);
         }
@@ -520,7 +534,7 @@ impl Driver {
             return earliest;
         };
         let inner = shard.inner.lock();
-        let next = inner.wheel.next_expiration();
+        let next = inner.next_expiration();
         // Refreshed here too, not only when timers fire: cancels leave `next_due` early, and
         // a paused runtime whose last timer was cancelled would otherwise look as if it had
         // one to auto-advance to, and worker 0 would never block.
@@ -642,7 +656,7 @@ impl Driver {
         let to = self
             .shards
             .iter()
-            .filter_map(|shard| shard.inner.lock().wheel.next_expiration())
+            .filter_map(|shard| shard.inner.lock().next_expiration())
             .min()
             .map(|next| self.tick_instant(next))
             .filter(|&to| self.clock.advance_to(to).is_ok());

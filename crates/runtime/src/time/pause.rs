@@ -79,6 +79,11 @@ pub fn resume() {
 /// moves it. So, as with tokio, it may be made outside the runtime and handed to
 /// [`Runtime::block_on`](crate::Runtime::block_on), or before the clock is paused.
 ///
+/// A `duration` that would overflow [`Instant`](crate::time::Instant) moves the clock about a
+/// century. A clock moved past the driver's last tick (585 million years after the runtime
+/// started, at the default 1 ms tick) fires no timer armed after that, as none could fire
+/// without coming early (see "The largest duration" in `docs/guarantees.md`).
+///
 /// Having moved the clock, it yields once, as tokio's does, before it completes: on a
 /// current-thread runtime every task already woken (those the advance woke included) runs
 /// once, on the new time, before the code after `advance(d).await` does.

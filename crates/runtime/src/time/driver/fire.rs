@@ -131,7 +131,7 @@ impl Driver {
                         .lateness(now.saturating_duration_since(self.tick_instant(deadline)));
                 }
             }
-            let next = inner.wheel.next_expiration().unwrap_or(NEVER);
+            let next = inner.next_expiration().unwrap_or(NEVER);
             shard.next_due.store(next, Ordering::Relaxed);
             // Relaxed under the lock: whoever takes the lock next sees the batch in flight.
             self.waking.fetch_add(1, Ordering::Relaxed);
