@@ -220,6 +220,36 @@ fn spawning_after_shutdown_cancels_the_task_at_once() {
     assert!(!ran.load(Ordering::SeqCst));
 }
 
+#[test]
+fn spawning_while_a_stuck_worker_holds_up_the_shutdown_cancels_the_task_at_once() {
+    let rt = running(1);
+    let handle = rt.handle().clone();
+    let (started, stuck) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    drop(rt.spawn(async move {
+        started.send(()).unwrap();
+        // The only worker is stuck in this poll until the end of the test.
+        let _ = released.recv();
+    }));
+    stuck.recv().unwrap();
+    rt.shutdown_timeout(Duration::from_millis(10));
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let guard = DropCounter(dropped.clone());
+    let task = handle.spawn(async move {
+        let _guard = guard;
+        pending::<()>().await;
+    });
+    assert_eq!(
+        dropped.load(Ordering::SeqCst),
+        1,
+        "the future was dropped in spawn"
+    );
+    assert!(task.is_finished());
+    let error = futures::executor::block_on(task).expect_err("cancelled");
+    assert!(error.is_cancelled());
+    release.send(()).unwrap();
+}
+
 /// Spawns a task from its destructor, as cleanup code might.
 struct SpawnOnDrop(Handle);
 

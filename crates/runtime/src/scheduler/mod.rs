@@ -120,8 +120,13 @@ impl Shared {
         }
     }
 
-    /// Starts shutting down: workers leave their loops at their next turn.
+    /// Starts shutting down: tasks spawned from now on are cancelled at once, and workers leave
+    /// their loops at their next turn. The tasks already spawned are cancelled as the workers
+    /// leave (or by the shutdown, once they have).
     pub(crate) fn begin_shutdown(&self) {
+        // Closed now, not only as the workers leave: while a worker is stuck in a long poll,
+        // a task spawned meanwhile would otherwise wait for that poll to be cancelled.
+        self.owned.close();
         self.shutdown.store(true, Ordering::SeqCst);
         for worker in 0..self.remotes.len() {
             self.unpark(worker);

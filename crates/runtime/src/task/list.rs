@@ -167,15 +167,20 @@ impl<S: Schedule> OwnedTasks<S> {
         None
     }
 
+    /// Closes the list: a task bound from now on is cancelled at once, in [`bind`](Self::bind).
+    pub(crate) fn close(&self) {
+        for shard in self.shards.iter() {
+            shard.lock().closed = true;
+        }
+    }
+
     /// Closes the list and cancels every task in it: idle tasks are dropped here, running
     /// ones by their worker when their poll returns.
     ///
     /// Every shard is closed before the first task is cancelled, so a task spawned while a
     /// cancelled future drops is cancelled at once, whichever shard it lands in.
     pub(crate) fn close_and_shutdown_all(&self) {
-        for shard in self.shards.iter() {
-            shard.lock().closed = true;
-        }
+        self.close();
         for shard in self.shards.iter() {
             let tasks: Vec<Task<S>> = {
                 let mut shard = shard.lock();
