@@ -431,7 +431,8 @@ impl Builder {
     /// Whether the runtime keeps metrics (on by default): the timer counters and the workers'
     /// parks and busy time; see [`Runtime::metrics`](crate::Runtime::metrics). Counting costs
     /// each timer operation a thread-local lookup and an uncontended write to a cache line of
-    /// its own worker, and each park two clock reads. Off, every counter reads zero
+    /// its own worker, and each park two clock reads. Off, every counter reads zero, while
+    /// `live_timers` and `wheel_cascades`, which the wheel keeps anyway, are still reported
     /// (tokio's worker metrics cannot be turned off).
     pub fn metrics(&mut self, enabled: bool) -> &mut Builder {
         self.metrics = enabled;
