@@ -73,7 +73,8 @@
 //!
 //! Tick `n` is `origin + n * tick`. A deadline is rounded up to a tick and the driver fires
 //! at the tick the clock has reached, rounded down, so a timer never fires before its
-//! deadline.
+//! deadline. Deadline ticks are clamped to `MAX_TICK`, which never comes: a timer armed there
+//! never fires.
 
 use std::fmt;
 use std::pin::Pin;
@@ -103,11 +104,15 @@ pub(crate) const SHUTDOWN: u64 = u64::MAX - 1;
 pub(crate) const FIRING: u64 = u64::MAX - 2;
 /// The driver holds the lock and is taking the entry's waker, to shut it down.
 pub(crate) const CLOSING: u64 = u64::MAX - 3;
-/// The largest tick a timer can be armed for: later deadlines are clamped here (585 million
-/// years after the runtime started at the default 1 ms tick, 5.8 million at 10 µs) and
+/// The largest tick a timer can be armed for: later deadlines are clamped here (548 million
+/// years after the runtime started at the default 1 ms tick, 5.5 million at 10 µs) and
 /// never fire. The clock's tick stops one short of it, however far a paused clock is
 /// advanced, and no one parks toward it.
-pub(crate) const MAX_TICK: u64 = u64::MAX - 4;
+///
+/// It starts the last slot of the wheel's top level, whose slots are 2^60 ticks wide. The
+/// wheel reports a far timer's next expiration as the start of its slot, not its own tick;
+/// for a timer clamped here the two are the same, so [`Inner::next_expiration`] knows it.
+pub(crate) const MAX_TICK: u64 = 15 << 60;
 
 /// `sleeping_until` while worker 0 is not parked: no registration needs to wake it.
 const AWAKE: u64 = 0;

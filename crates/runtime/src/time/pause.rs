@@ -80,7 +80,7 @@ pub fn resume() {
 /// [`Runtime::block_on`](crate::Runtime::block_on), or before the clock is paused.
 ///
 /// A `duration` that would overflow [`Instant`](crate::time::Instant) moves the clock about a
-/// century. A clock moved past the driver's last tick (585 million years after the runtime
+/// century. A clock moved past the driver's last tick (548 million years after the runtime
 /// started, at the default 1 ms tick) fires no timer armed after that, as none could fire
 /// without coming early (see "The largest duration" in `docs/guarantees.md`).
 ///

@@ -88,3 +88,25 @@ fn processing_behind_the_wheel_still_fires_what_is_due() {
             .is_ready());
     }
 }
+
+#[test]
+fn a_timer_clamped_to_the_last_tick_is_never_the_next_expiration() {
+    let driver = paused_driver(1);
+    let far = driver.tick_instant(MAX_TICK) + Duration::from_secs(86_400);
+    let mut clamped = Box::pin(TimerEntry::new(DriverRef::new(&driver), far, true));
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(clamped.as_mut().poll_elapsed(&mut cx).is_pending());
+    // Processing refreshes `next_due` from the wheel, which reports a far timer by the start
+    // of its slot: for the clamped one, the last tick itself.
+    driver.process(driver.tick_instant(5));
+    assert_eq!(driver.next_due(), None);
+    let soon = driver.tick_instant(10);
+    let mut armed = Box::pin(TimerEntry::new(DriverRef::new(&driver), soon, true));
+    assert!(armed.as_mut().poll_elapsed(&mut cx).is_pending());
+    driver.process(driver.tick_instant(6));
+    assert_eq!(driver.next_due(), Some(10));
+    driver.process(driver.tick_instant(10));
+    assert!(armed.is_elapsed());
+    assert_eq!(driver.next_due(), None);
+    assert!(!clamped.is_elapsed());
+}
