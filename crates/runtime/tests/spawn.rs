@@ -4,8 +4,8 @@
 //! complete; `Handle::current`, `Handle::try_current` and `Handle::enter` (nested
 //! guards restore the previous runtime, guards dropped out of order panic); `task::yield_now`
 //! letting other tasks run; the names of worker and blocking threads; builder chains written
-//! for tokio (`new_multi_thread`, `enable_all`, `enable_time`, `event_interval`,
-//! `shutdown_background`; `new_current_thread`, `name` and `Handle::name`);
+//! for tokio (`new_multi_thread`, `enable_all`, `enable_io`, `enable_time`,
+//! `event_interval`, `shutdown_background`; `new_current_thread`, `name` and `Handle::name`);
 //! `global_queue_interval`.
 
 mod support;
@@ -334,6 +334,7 @@ fn the_default_runtime_runs_tasks() {
 fn a_builder_chain_written_for_tokio_builds_a_runtime() {
     let rt = escapement::Builder::new_multi_thread()
         .enable_all()
+        .enable_io()
         .enable_time()
         .event_interval(31)
         .worker_threads(2)

@@ -134,6 +134,13 @@ impl Builder {
         self
     }
 
+    /// Does nothing, as [`enable_all`](Builder::enable_all): escapement has no I/O driver, so
+    /// tokio's I/O types do not work on it whatever the builder says. Named as tokio's, so
+    /// that a chain such as `new_current_thread().enable_io().enable_time()` ports.
+    pub fn enable_io(&mut self) -> &mut Builder {
+        self
+    }
+
     /// The number of worker threads. Worker 0 also drives the timers. A builder made by
     /// [`new_current_thread`](Builder::new_current_thread) keeps its one worker, as tokio's.
     ///
