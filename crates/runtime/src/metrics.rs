@@ -382,7 +382,8 @@ impl RuntimeMetrics {
         self.totals().resets
     }
 
-    /// Times a slot of a higher wheel level was emptied into lower levels as time reached it.
+    /// Slots of the timer wheels emptied as time reached them: a slot of a higher level
+    /// emptied into lower levels (a cascade proper), or one of level 0 into the due timers.
     pub fn wheel_cascades(&self) -> u64 {
         self.handle.driver().wheel_counts().1
     }

@@ -38,6 +38,16 @@ use crate::list::{Arena, Header};
 ///
 /// The node is `!Unpin`: once pinned (inside a future, say) it can be linked into a wheel by
 /// address.
+///
+/// It is `Send` only when `T` is `Sync` as well as `Send`, as the wheel is: a node sent to
+/// another thread while linked may have its value read there while the wheel's
+/// [`poll_with`](IntrusiveWheel::poll_with) hands `&T` to its closure on the wheel's thread.
+///
+/// ```compile_fail
+/// fn send<S: Send>() {}
+/// // `Cell` is `Send` but not `Sync`.
+/// send::<escapement_wheel::Node<std::cell::Cell<u64>>>();
+/// ```
 pub struct Node<T> {
     links: UnsafeCell<Links<T>>,
     value: T,
@@ -54,8 +64,10 @@ struct Links<T> {
 }
 
 // SAFETY: the header is only read or written through the wheel the node is linked into (the
-// contract above), which serializes those accesses; the safe API hands out only `&T`.
-unsafe impl<T: Send> Send for Node<T> {}
+// contract above), which serializes those accesses; the safe API hands out only `&T`, and the
+// wheel's `poll_with` may read the value on the wheel's thread while the node's new thread
+// reads it too: hence `T: Sync` as well as `Send`.
+unsafe impl<T: Send + Sync> Send for Node<T> {}
 // SAFETY: as for `Send`; shared references to a node expose only `&T`.
 unsafe impl<T: Sync> Sync for Node<T> {}
 
@@ -337,7 +349,7 @@ impl<T> IntrusiveWheel<T> {
         self.drain(|_| {});
     }
 
-    /// Slot cascades so far; see [`Wheel::cascades`](crate::Wheel::cascades).
+    /// Slots emptied so far as time reached them; see [`Wheel::cascades`](crate::Wheel::cascades).
     pub fn cascades(&self) -> u64 {
         self.hierarchy.cascades()
     }

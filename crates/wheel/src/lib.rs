@@ -1,9 +1,10 @@
 //! A hierarchical timing wheel over abstract `u64` ticks.
 //!
 //! The wheel never reads a clock: callers say what tick it is when they [`poll`]. It is exact
-//! (a timer fires at the first poll at or after its deadline, never before), inserts and
-//! cancels in O(1), accepts every `u64` deadline, and crosses idle time in work proportional to
-//! the occupied slots it passes, not to the ticks. (One exception to O(1): a timer inserted
+//! (a timer fires at the first poll at or after its deadline, never before; a poll at a tick
+//! before the current one is a poll at the current one), inserts and cancels in O(1), accepts
+//! every `u64` deadline, and crosses idle time in work proportional to the occupied slots it
+//! passes, not to the ticks. (One exception to O(1): a timer inserted
 //! with a deadline already past goes into the due list behind every due timer with an equal
 //! or earlier deadline, and finds its place by walking back from the latest; past deadlines
 //! inserted in descending order cost one step per due timer each.)
@@ -50,8 +51,8 @@
 //!   list by the arrival number each timer got there (the lists are taken in turn, so the
 //!   merge nearly always takes the next list's head), four misses in flight again; the due
 //!   list is then handed out from the cache. Numbers start from 0 each time a slot empties,
-//!   so a slot that holds one timer holds it in its first list, which becomes the due list
-//!   as it is.
+//!   so a slot that has held one timer since it was last empty holds it in its first list,
+//!   which becomes the due list as it is.
 //! - **Order**: above level 0, timers with the same deadline share one list (the hash is of
 //!   the deadline), which is appended to and cascaded in order; in level 0 the merge restores
 //!   the order of arrival. So ties fire in insertion order. (Arrival numbers are 32 bits and

@@ -50,7 +50,7 @@ impl<T> Wheel<T> {
         }
     }
 
-    /// The current tick: never more than the latest tick given to [`poll`](Wheel::poll), and
+    /// The current tick: never more than the greatest tick given to [`poll`](Wheel::poll), and
     /// equal to it once nothing is due at or before that tick.
     pub fn now(&self) -> u64 {
         self.hierarchy.now()
@@ -159,7 +159,8 @@ impl<T> Wheel<T> {
     /// It is never later than the earliest deadline, and equal to it when that timer is due
     /// within the current 64-tick block. Otherwise it is the start of the slot holding the
     /// earliest timer: polling at it moves that slot's timers closer (a cascade) without
-    /// firing any, and a caller loops until [`poll`](Wheel::poll) returns a timer.
+    /// firing any due later than that start, and a caller loops until [`poll`](Wheel::poll)
+    /// returns a timer.
     pub fn next_expiration(&self) -> Option<u64> {
         if self.slab.taken() == 0 {
             self.hierarchy.next_expiration(&self.slab)
@@ -178,7 +179,8 @@ impl<T> Wheel<T> {
     /// fires at most one timer; call again until it returns `None` to drain everything due.
     /// Advancing costs work proportional to the occupied slots crossed, not to the ticks
     /// elapsed, so a jump over a long idle stretch is immediate. A `now` earlier than the
-    /// current tick does not move time back.
+    /// current tick does not move time back: the poll is one at the current tick, so a timer
+    /// due at or before that tick still comes out.
     #[inline]
     pub fn poll(&mut self, now: u64) -> Option<(TimerKey, u64, T)> {
         if self.slab.taken() != 0 {
@@ -202,8 +204,8 @@ impl<T> Wheel<T> {
         self.hierarchy.drain(&mut self.slab, free, free);
     }
 
-    /// Wheel cascades so far: how many times a slot of a higher level was emptied into lower
-    /// levels as time reached it.
+    /// Slots emptied so far as time reached them: a slot of a higher level emptied into lower
+    /// levels (a cascade proper), or a slot of level 0 into the due list.
     pub fn cascades(&self) -> u64 {
         self.hierarchy.cascades()
     }
