@@ -261,7 +261,8 @@ struct Inner {
 }
 
 impl Inner {
-    /// The earliest tick a timer is armed for, unless that is [`MAX_TICK`], which never comes.
+    /// The wheel's next expiration (a timer's tick, or the start of the slot holding the
+    /// earliest timers), unless that is [`MAX_TICK`], which never comes.
     fn next_expiration(&self) -> Option<u64> {
         self.wheel.next_expiration().filter(|&tick| tick < MAX_TICK)
     }
