@@ -97,8 +97,14 @@ fn busy_time_before_block_in_place_is_counted_and_the_new_thread_goes_on() {
         escapement::spawn(async {
             let begin = Instant::now();
             while begin.elapsed() < Duration::from_millis(40) {}
-            // The worker goes to another thread, which runs this for as long again.
-            escapement::task::block_in_place(|| {});
+            // The worker goes to another thread, which has it by the time the closure returns
+            // (or, if that thread was slow to start, this one takes it back).
+            escapement::task::block_in_place(|| std::thread::sleep(Duration::from_millis(50)));
+        })
+        .await
+        .unwrap();
+        // On whichever thread now has the worker.
+        escapement::spawn(async {
             let begin = Instant::now();
             while begin.elapsed() < Duration::from_millis(40) {}
         })
