@@ -86,13 +86,15 @@ fn sequential_closures_reuse_one_thread() {
                 .await
                 .unwrap();
             threads.insert(id);
+            // Time for the thread to be waiting again before the next closure comes.
+            sleep(Duration::from_millis(10)).await;
         }
         threads
     });
-    // The thread that ran a closure may not be waiting again when the next one comes, and a
-    // thread just started may not have reached its loop, so a few threads can start in a
-    // loaded run; one per closure would be the old thread-per-call behaviour. (The unit tests
-    // of `task::pool` pin the reuse down exactly.)
+    // The thread that ran a closure may still not be waiting again when the next one comes,
+    // and a thread just started may not have reached its loop, so a few threads can start in
+    // a loaded run; one per closure would be the old thread-per-call behaviour. (The unit
+    // tests of `task::pool` pin the reuse down exactly.)
     assert!(
         threads.len() < 10,
         "50 closures, one at a time, ran on {} threads",
