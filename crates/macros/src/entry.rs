@@ -168,11 +168,20 @@ impl Entry {
     }
 }
 
-/// Whether `attr` is a test attribute: `#[test]`, `#[core::prelude::v1::test]`,
-/// `#[escapement::test]`, `#[tokio::test]`...
+/// Whether `attr` adds a test of its own: `#[test]`, the prelude's `#[core::prelude::v1::test]`
+/// (or `std`'s, any edition), `#[escapement::test]` or `#[tokio::test]`, each with or without a
+/// leading `::`. Another crate's `test` attribute (`#[test_log::test]`) is kept, as tokio keeps it.
 fn is_test_attribute(attr: &Attribute) -> bool {
-    let name = attr.path().segments.last();
-    name.is_some_and(|segment| segment.ident == "test")
+    let names: Vec<String> = attr
+        .path()
+        .segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect();
+    matches!(
+        names.iter().map(String::as_str).collect::<Vec<_>>()[..],
+        ["test"] | ["escapement" | "tokio", "test"] | ["core" | "std", "prelude", _, "test"]
+    )
 }
 
 #[cfg(test)]
@@ -273,6 +282,46 @@ mod tests {
         ));
         assert!(expanded.starts_with("fn main () {"), "{expanded}");
         assert!(expanded.contains("the `main` function cannot take arguments"));
+    }
+
+    #[test]
+    fn only_the_test_attributes_that_add_a_test_are_refused() {
+        let refused = [
+            quote!(#[test]),
+            quote!(#[::core::prelude::v1::test]),
+            quote!(#[std::prelude::rust_2021::test]),
+            quote!(#[escapement::test]),
+            quote!(#[::tokio::test]),
+        ];
+        let kept = [
+            quote!(#[test_log::test]),
+            quote!(#[some_crate::test]),
+            quote!(#[core::test]),
+            quote!(#[tested]),
+        ];
+        for (attribute, second) in refused
+            .iter()
+            .map(|a| (a, true))
+            .chain(kept.iter().map(|a| (a, false)))
+        {
+            let expanded = normalized(Entry::Test.expand(
+                quote!(),
+                quote!(
+                    #attribute
+                    async fn twice() {}
+                ),
+            ));
+            assert_eq!(
+                expanded.contains("a second test attribute"),
+                second,
+                "{attribute}"
+            );
+            // A refused attribute is dropped, leaving the one `#[test]` the macro adds; a kept
+            // one stays on the rewritten function beside it.
+            let attributes = expanded.split("fn twice").next().unwrap_or_default();
+            let count = if second { 1 } else { 2 };
+            assert_eq!(attributes.matches("# [").count(), count, "{expanded}");
+        }
     }
 
     #[test]

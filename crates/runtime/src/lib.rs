@@ -136,8 +136,9 @@ pub use escapement_macros::main;
 /// Like [`main`](macro@main), plus `#[test]`: the function becomes a plain `#[test] fn`
 /// with the same other attributes (`#[should_panic]`, `#[ignore]`...), visibility, name and
 /// return type, whose body runs with [`Runtime::block_on`] on the test's thread. The
-/// function must be `async`, take no arguments and carry no `#[test]` of its own; it may
-/// return `()` or a `Result`. Each test builds, and then drops, its own runtime.
+/// function must be `async`, take no arguments and carry no `#[test]` of its own (nor
+/// `#[escapement::test]` or `#[tokio::test]`; another crate's attribute named `test`, such as
+/// `#[test_log::test]`, is left in place); it may return `()` or a `Result`. Each test builds, and then drops, its own runtime.
 /// `name` and `crate` are as for [`main`](macro@main).
 ///
 /// Arguments, comma-separated, in any order, each at most once:
