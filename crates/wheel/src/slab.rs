@@ -103,7 +103,8 @@ impl<T> Slab<T> {
     ///
     /// # Panics
     ///
-    /// If `u32::MAX - 1` slots are already in use.
+    /// If no slot is free and `u32::MAX - 1` already exist: pending timers, slots taken and
+    /// waiting in `pending`, and retired slots all count.
     #[inline]
     pub(crate) fn alloc(&mut self, value: T) -> (Index, TimerKey) {
         let (index, generation) = match self.free {

@@ -72,7 +72,9 @@ impl<T> Wheel<T> {
     ///
     /// # Panics
     ///
-    /// If the wheel already holds `u32::MAX - 1` timers.
+    /// If the wheel needs a new slot and already has `u32::MAX - 1`. The slots count the
+    /// pending timers, up to 8 removed ones still waiting for their unlink, and every slot
+    /// retired because 2^32 timers have used it (its keys' generations ran out).
     #[inline]
     pub fn insert(&mut self, deadline: u64, value: T) -> TimerKey {
         let (index, key) = self.slab.alloc(value);
