@@ -1,15 +1,16 @@
 //! Timers and tasks crossing runtimes: a `Sleep` belongs to the runtime that created it and
 //! may be polled inside another (in its `block_on` or its tasks), firing by its own
 //! runtime's clock (real or paused, auto-advancing); `timeout` across runtimes; join handles
-//! of one runtime awaited in another; a task of one runtime spawning onto another; and a
-//! `Sleep` polled in another runtime after its own shut down panics.
+//! of one runtime awaited in another; an interval keeping its own runtime's schedule; a task
+//! of one runtime spawning onto another; and a `Sleep` polled in another runtime after its
+//! own shut down panics.
 
 mod support;
 
 use std::future::pending;
 use std::time::Duration;
 
-use escapement::time::{sleep, timeout, Instant};
+use escapement::time::{interval, sleep, timeout, Instant, MissedTickBehavior};
 
 use support::{paused, running};
 
@@ -64,6 +65,28 @@ fn a_paused_runtimes_sleep_fires_by_its_own_clock_inside_a_running_one() {
     );
     let _guard = first.enter();
     assert_eq!(start.elapsed(), Duration::from_secs(3_600));
+}
+
+#[test]
+fn a_paused_runtimes_interval_keeps_its_own_schedule_polled_outside_it() {
+    let paused = paused(1);
+    let (mut ticker, start) = {
+        let _guard = paused.enter();
+        let mut ticker = interval(Duration::from_millis(100));
+        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        (ticker, Instant::now())
+    };
+    // Real time passes while the paused clock stands still: by the caller's clock (the real
+    // one, outside any runtime) the first tick would look 50 ms late and so missed.
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(futures::executor::block_on(ticker.tick()), start);
+    let second = futures::executor::block_on(ticker.tick());
+    assert_eq!(second - start, Duration::from_millis(100));
+    // A reset reads the paused clock too: the next tick is one period after the paused now.
+    std::thread::sleep(Duration::from_millis(20));
+    ticker.reset();
+    let third = futures::executor::block_on(ticker.tick());
+    assert_eq!(third - start, Duration::from_millis(200));
 }
 
 #[test]

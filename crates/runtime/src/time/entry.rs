@@ -68,6 +68,11 @@ impl TimerEntry {
         self.deadline
     }
 
+    /// Now, by the clock of the driver the timer belongs to.
+    pub(crate) fn now(&self) -> Instant {
+        self.driver.clock().now()
+    }
+
     /// The driver the timer belongs to.
     #[cfg(loom)]
     pub(crate) fn driver_ref(&self) -> &super::driver::Driver {

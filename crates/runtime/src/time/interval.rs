@@ -123,6 +123,10 @@ impl MissedTickBehavior {
 ///
 /// Also a [`Stream`](futures_core::Stream) of tick instants.
 ///
+/// Like a [`Sleep`](crate::time::Sleep), it runs on the clock of the runtime that made it,
+/// wherever it is polled: "now" in its missed-tick check and in its `reset`s is that clock's,
+/// so one made in a paused runtime keeps that runtime's schedule even when polled elsewhere.
+///
 /// # Panics
 ///
 /// Waiting for a tick after its runtime shut down panics, as polling a
@@ -177,7 +181,9 @@ impl Interval {
             return Poll::Pending;
         }
         let timeout = self.delay.deadline();
-        let now = Instant::now();
+        // The interval's own clock: polled in another runtime, or outside any, the caller's
+        // clock may be another one (real beside paused), which would shift the schedule.
+        let now = self.delay.now();
         let next = if now.saturating_duration_since(timeout) > self.tolerance {
             self.missed_tick_behavior
                 .next_timeout(timeout, now, self.period)
@@ -190,17 +196,17 @@ impl Interval {
 
     /// Restarts the schedule: the next tick is one period from now.
     pub fn reset(&mut self) {
-        self.reset_at(Instant::now().saturating_add(self.period));
+        self.reset_at(self.delay.now().saturating_add(self.period));
     }
 
     /// Restarts the schedule: the next tick is now.
     pub fn reset_immediately(&mut self) {
-        self.reset_at(Instant::now());
+        self.reset_at(self.delay.now());
     }
 
     /// Restarts the schedule: the next tick is `after` from now.
     pub fn reset_after(&mut self, after: Duration) {
-        self.reset_at(Instant::now().saturating_add(after));
+        self.reset_at(self.delay.now().saturating_add(after));
     }
 
     /// Restarts the schedule: the next tick is at `deadline`.

@@ -145,6 +145,11 @@ impl Sleep {
         self.entry.deadline()
     }
 
+    /// Now, by the clock of the runtime the sleep belongs to, wherever it is polled.
+    pub(crate) fn now(&self) -> Instant {
+        self.entry.now()
+    }
+
     /// Whether the timer has fired. A sleep fires once it is registered, by its first poll or
     /// a [`reset`](Sleep::reset), and its deadline has come; one never polled nor reset is
     /// not elapsed, as in tokio. After its runtime shut down, a registered sleep is elapsed
