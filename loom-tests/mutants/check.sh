@@ -51,6 +51,7 @@ models=(
     "40-earlier-reset-never-wakes-worker0 register_park"
     "41-advance-counts-a-batch-after-the-lock auto_advance"
     "42-blocking-thread-exits-before-the-queue-is-empty blocking_pool"
+    "43-first-poll-registers-its-waker-after-the-link timer_repoll"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

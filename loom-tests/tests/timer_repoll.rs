@@ -1,7 +1,9 @@
 //! Model 1: worker 0 fires a timer while its task polls it again with a new waker. The task
 //! is woken exactly when it must be: if its last poll saw `Pending`, the waker of that poll
-//! is woken; and nothing fires before the deadline. And an interval's tick: a `Ready` poll
-//! that disarms the timer leaves it unarmed and holding no waker.
+//! is woken; and nothing fires before the deadline. The same for the first poll, which
+//! registers the timer: its waker is in the entry before the node is linked. And an
+//! interval's tick: a `Ready` poll that disarms the timer leaves it unarmed and holding no
+//! waker.
 #![cfg(loom)]
 
 use std::task::Waker;
@@ -56,6 +58,29 @@ fn fire_racing_a_repoll_with_a_new_waker_wakes_the_new_waker() {
             );
         }
         assert_eq!(r.timer.poll(&r.second), TimerPoll::Ready);
+    });
+}
+
+/// The first poll registers the timer while worker 0 processes its tick: if the fire came
+/// between the link and the waker's store, it would find no waker to wake.
+#[test]
+fn fire_racing_the_first_poll_wakes_its_waker() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(true);
+        let mut timer = driver.timer(5);
+        let (waker, wakes) = counting_waker();
+        let worker0 = process_on_worker0(&driver, 5);
+        let seen = timer.poll(&waker);
+        let fired = worker0.join().unwrap() + driver.process(5);
+        assert_eq!(
+            fired,
+            usize::from(seen == TimerPoll::Pending),
+            "fired once if linked"
+        );
+        if seen == TimerPoll::Pending {
+            assert_eq!(wakes.count(), 1, "the first poll's waker was lost");
+        }
+        assert_eq!(timer.poll(&waker), TimerPoll::Ready);
     });
 }
 
