@@ -2,10 +2,11 @@
 //! is frozen and `Instant::now` reads it; `advance(d)` moves it by exactly `d` (to the
 //! nanosecond) when first polled, in the runtime it is polled in, and, before it completes,
 //! fires every timer due by then and wakes its waker (checked with counting wakers
-//! registered from tasks on 4 workers), then yields once, as tokio's does, so that on a
-//! current-thread runtime the tasks it woke have run; `pause` mid-run freezes on a tick
-//! boundary and `resume` lets the clock run on from where it stood, with a timer worker 0 was
-//! already sleeping toward firing at its new instant. (An `advance` racing worker 0's own
+//! registered from tasks on 4 workers), then yields once, so that on a current-thread
+//! runtime the tasks it woke have run (tokio's, which fires at its next park, runs the body
+//! first); `pause` mid-run freezes on a tick boundary and `resume` lets the clock run on from
+//! where it stood, with a timer worker 0 was already sleeping toward firing at its new
+//! instant. (An `advance` racing worker 0's own
 //! timer processing is `paused_advance_race.rs`.)
 
 mod support;

@@ -84,9 +84,11 @@ pub fn resume() {
 /// started, at the default 1 ms tick) fires no timer armed after that, as none could fire
 /// without coming early (see "The largest duration" in `docs/guarantees.md`).
 ///
-/// Having moved the clock, it yields once, as tokio's does, before it completes: on a
+/// Having moved the clock and fired what is due, it yields once before it completes: on a
 /// current-thread runtime every task already woken (those the advance woke included) runs
-/// once, on the new time, before the code after `advance(d).await` does.
+/// once, on the new time, before the code after `advance(d).await` does. Tokio's yields too,
+/// but fires its timers only at its next park, after the body has gone on (see "Where tokio
+/// code behaves differently" in `docs/guarantees.md`).
 ///
 /// # Examples
 ///
