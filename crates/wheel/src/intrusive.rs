@@ -158,7 +158,8 @@ impl<T> Arena for Nodes<T> {
 /// A hierarchical timing wheel over caller-owned, pinned [`Node`]s.
 ///
 /// The same algorithm as [`Wheel`](crate::Wheel), without storage of its own: insert and
-/// remove allocate nothing and run in O(1). The caller keeps every linked node alive and in
+/// remove allocate nothing and run in O(1) (but for an insert at a tick already passed; see
+/// the crate's docs). The caller keeps every linked node alive and in
 /// place; see the module's contract.
 ///
 /// The wheel is `Send` when `T` is `Send` and `Sync`: [`poll_with`](Self::poll_with) hands
@@ -260,7 +261,10 @@ impl<T> IntrusiveWheel<T> {
     }
 
     /// The tick at which the next poll can make progress; see
-    /// [`Wheel::next_expiration`](crate::Wheel::next_expiration).
+    /// [`Wheel::next_expiration`](crate::Wheel::next_expiration). The wheel knows a node by
+    /// the deadline it was linked at: after an owner moved a deadline later (read back only
+    /// by [`poll_with`](Self::poll_with)), the answer may be that older, earlier tick, where a
+    /// poll fires nothing and only moves the node. It is never later than a due node's tick.
     #[inline]
     pub fn next_expiration(&self) -> Option<u64> {
         self.hierarchy.next_expiration(&Nodes(PhantomData))

@@ -23,7 +23,8 @@
 //! unlink happens when the queue is full, by which time the lines have arrived. Such a slot
 //! is *taken*: still linked, but with no value, unknown to every key, and off the free list
 //! until its unlink. The wheel unlinks every taken slot before anything walks a list or moves
-//! time (see `Wheel::poll`), so the taken state only ever meets inserts, cancels and lookups.
+//! time (see `Wheel::poll`), so the taken state only ever meets inserts, cancels, lookups,
+//! and the reads of `Wheel::next_expiration` and the invariant check, which skip it.
 
 use std::num::NonZeroU32;
 

@@ -43,6 +43,10 @@ impl<T> Wheel<T> {
     }
 
     /// An empty wheel with room for `capacity` timers before it allocates.
+    ///
+    /// # Panics
+    ///
+    /// If the room asked for exceeds `isize::MAX` bytes, as `Vec::with_capacity` does.
     pub fn with_capacity(capacity: usize) -> Self {
         Wheel {
             hierarchy: Hierarchy::new(0),
@@ -51,7 +55,8 @@ impl<T> Wheel<T> {
     }
 
     /// The current tick: never more than the greatest tick given to [`poll`](Wheel::poll), and
-    /// equal to it once nothing is due at or before that tick.
+    /// equal to it once a poll at that tick has returned `None`. A poll that returns a timer
+    /// stops at that timer's tick, even when nothing else is due before the tick asked for.
     pub fn now(&self) -> u64 {
         self.hierarchy.now()
     }
@@ -177,7 +182,9 @@ impl<T> Wheel<T> {
     /// Advances the wheel toward tick `now` and removes the earliest timer due at or before
     /// it, returning its key, deadline and value.
     ///
-    /// Timers come out in nondecreasing deadline order, ties in insertion order. Each call
+    /// Timers come out in nondecreasing deadline order, ties in insertion order. The one
+    /// exception: a timer inserted at a tick already passed is due at once, so it can come
+    /// out after a timer with a later deadline that came out before it was inserted. Each call
     /// fires at most one timer; call again until it returns `None` to drain everything due.
     /// Advancing costs work proportional to the occupied slots crossed, not to the ticks
     /// elapsed, so a jump over a long idle stretch is immediate. A `now` earlier than the

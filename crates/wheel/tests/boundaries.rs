@@ -1,5 +1,6 @@
 //! Deadlines at the edges: each level's range, the top level, `u64::MAX`, the past, and
-//! jumps of the clock over many full rotations; and a `clear` whose value drop panics.
+//! jumps of the clock over many full rotations; where `now` stands after a poll; and a
+//! `clear` whose value drop panics.
 
 use escapement_wheel::Wheel;
 
@@ -89,6 +90,27 @@ fn at_and_before_now_is_due_at_the_next_poll() {
     // Due timers come out even when polled at an earlier tick: time does not go back.
     assert_eq!(drain(&mut wheel, 5), [(0, 2), (999, 3), (1_000, 1)]);
     assert_eq!(wheel.now(), 1_000);
+}
+
+#[test]
+fn now_reaches_the_polled_tick_once_a_poll_there_returns_none() {
+    let mut wheel = Wheel::new();
+    wheel.insert(5, 1);
+    wheel.insert(1 << 20, 2);
+    assert_eq!(wheel.poll(1_000).map(|(_, deadline, _)| deadline), Some(5));
+    // Nothing else is due by 1,000, but the poll that returned a timer stopped at its tick.
+    assert_eq!(wheel.now(), 5);
+    assert!(wheel.poll(1_000).is_none());
+    assert_eq!(wheel.now(), 1_000);
+}
+
+#[test]
+fn a_past_insert_comes_out_after_a_later_deadline_that_came_out_before_it() {
+    let mut wheel = Wheel::new();
+    wheel.insert(10, 1);
+    assert_eq!(drain(&mut wheel, 10), [(10, 1)]);
+    wheel.insert(3, 2);
+    assert_eq!(drain(&mut wheel, 10), [(3, 2)]);
 }
 
 #[test]
