@@ -571,6 +571,8 @@ fn the_runtime_drops_on_the_thread_that_handed_its_worker_away() {
 #[test]
 fn after_a_shutdown_that_did_not_wait_the_closure_runs_in_place() {
     let rt = one_worker();
+    let other = one_worker();
+    let other_handle = other.handle().clone();
     let (started, started_rx) = mpsc::channel::<()>();
     let (go, go_rx) = mpsc::channel::<()>();
     let (report, reported) = mpsc::channel();
@@ -578,8 +580,9 @@ fn after_a_shutdown_that_did_not_wait_the_closure_runs_in_place() {
         started.send(()).unwrap();
         // Blocks the worker until the runtime has shut down without waiting for it.
         go_rx.recv_timeout(PATIENCE).unwrap();
-        // The blocking pool is shut down: the worker stays, and the closure runs here.
-        let value = block_in_place(|| 7);
+        // The blocking pool is shut down: the worker stays, and the closure runs here, where
+        // it may still block on a future as any closure of `block_in_place` may.
+        let value = block_in_place(|| other_handle.block_on(async { 7 }));
         report.send(value).unwrap();
     }));
     started_rx.recv_timeout(PATIENCE).unwrap();

@@ -218,8 +218,8 @@ pub(crate) fn is_nonblocking_worker_thread() -> bool {
 /// task (the steps are in the module's note). Until the returned guard drops, this thread may
 /// block. On a thread whose worker went to another thread earlier in the same poll (a second
 /// `block_in_place`, or one inside the first's closure) there is nothing to hand off, but the
-/// thread may block again all the same. `None`, with nothing changed, anywhere else, or if the
-/// new thread could not start.
+/// thread may block again all the same; nor if the new thread could not start, when the
+/// thread keeps its worker and blocks it. `None`, with nothing changed, anywhere else.
 pub(crate) fn hand_off() -> Option<InClosure> {
     match ROLE.try_with(Cell::get).ok()? {
         Role::Polling => {}
@@ -268,7 +268,11 @@ pub(crate) fn hand_off() -> Option<InClosure> {
             .take()
             .expect("a job that never ran left the core");
         put_core_back(shared, core);
-        return None;
+        // The closure blocks the worker, but it is still a closure: `block_on` works in it.
+        return Some(InClosure {
+            was_in_closure: set_in_closure(true),
+            taken: None,
+        });
     }
     // Step 3: this thread's timer metrics go to the shared block from now on.
     shared.driver.metrics().exit_worker();
