@@ -453,6 +453,50 @@ fn a_runtime_dropped_in_the_closure_waits_for_its_blocking_closures() {
     assert!(waited, "the drop returned before the blocking closure");
 }
 
+/// The same on a blocking thread, where the worker went with an earlier `block_in_place`:
+/// the drop waits for the pool's other threads, not for the one it runs on.
+#[test]
+fn a_runtime_dropped_in_the_closure_on_a_blocking_thread_waits_for_its_blocking_closures() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .thread_name("mover")
+        .build()
+        .expect("a runtime");
+    // The worker moves to a blocking thread for good.
+    rt.block_on(rt.spawn(async { block_once_the_worker_moved(|| ()) }))
+        .unwrap();
+    let handle = rt.handle().clone();
+    let slot = Arc::new(std::sync::Mutex::new(Some(rt)));
+    let finished = Arc::new(AtomicBool::new(false));
+    let (report, reported) = mpsc::channel();
+    drop(handle.spawn({
+        let finished = finished.clone();
+        async move {
+            let on = thread::current().name().map(str::to_owned);
+            let (started_tx, started) = mpsc::channel();
+            let flag = finished.clone();
+            drop(escapement::task::spawn_blocking(move || {
+                started_tx.send(()).unwrap();
+                thread::sleep(std::time::Duration::from_millis(50));
+                flag.store(true, Ordering::SeqCst);
+            }));
+            started.recv_timeout(PATIENCE).unwrap();
+            let waited = block_in_place(|| {
+                drop(slot.lock().unwrap().take());
+                finished.load(Ordering::SeqCst)
+            });
+            report.send((on, waited)).unwrap();
+        }
+    }));
+    let (on, waited) = reported.recv_timeout(PATIENCE).expect("the drop returned");
+    assert_eq!(
+        on.as_deref(),
+        Some("mover-blocking"),
+        "the task ran on a blocking thread"
+    );
+    assert!(waited, "the drop returned before the blocking closure");
+}
+
 #[test]
 fn in_block_on_the_closure_may_block_on_a_future_again() {
     let rt = one_worker();

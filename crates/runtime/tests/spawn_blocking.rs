@@ -3,10 +3,11 @@
 //! its threads, caps them at `max_blocking_threads`, and lets idle ones go after the
 //! keep-alive. At shutdown the closures still queued are cancelled, as are those passed
 //! after it; dropping the runtime waits for the running ones, `shutdown_timeout` up to its
-//! timeout. An aborted closure that has not started never does.
+//! timeout, and the drop joins the pool's threads. An aborted closure that has not started
+//! never does.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 
 use escapement::task::spawn_blocking;
@@ -299,6 +300,39 @@ fn dropping_the_runtime_waits_for_the_running_closure_only() {
     assert_eq!(ran.load(Ordering::SeqCst), 0);
     assert_eq!(dropped.load(Ordering::SeqCst), 1);
     releaser.join().unwrap();
+}
+
+/// Sets its flag when the thread that holds it ends, a little after its last closure.
+struct SetAsTheThreadEnds(Arc<AtomicBool>);
+
+impl Drop for SetAsTheThreadEnds {
+    fn drop(&mut self) {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+std::thread_local! {
+    static ENDING: std::cell::RefCell<Option<SetAsTheThreadEnds>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// As tokio joins its blocking threads: once the drop returns, they have ended, their
+/// thread-locals dropped, and with them the runtime's handle they held.
+#[test]
+fn dropping_the_runtime_joins_its_blocking_threads() {
+    let rt = one_blocking_thread();
+    let ended = Arc::new(AtomicBool::new(false));
+    let flag = ended.clone();
+    rt.block_on(rt.spawn_blocking(move || {
+        ENDING.with(|ending| *ending.borrow_mut() = Some(SetAsTheThreadEnds(flag)));
+    }))
+    .unwrap();
+    drop(rt);
+    assert!(
+        ended.load(Ordering::SeqCst),
+        "a blocking thread outlived the drop"
+    );
 }
 
 #[test]

@@ -150,6 +150,42 @@ fn a_runtime_dropped_in_the_start_callback_of_a_worker_thread_returns() {
     });
 }
 
+/// A runtime dropped in a blocking thread's start callback waits for the pool's other
+/// threads, not for the thread doing the drop, already counted among them.
+#[test]
+fn a_runtime_dropped_in_the_start_callback_of_a_blocking_thread_returns() {
+    within(Duration::from_secs(30), || {
+        let slot: Arc<Mutex<Option<escapement::Runtime>>> = Arc::default();
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let (in_callback, counted) = (slot.clone(), dropped.clone());
+        let rt = escapement::Builder::new()
+            .worker_threads(1)
+            .thread_name("dropper")
+            .on_thread_start(move || {
+                if current_name() != "dropper-blocking" {
+                    return;
+                }
+                let runtime = in_callback.lock().unwrap().take();
+                if let Some(runtime) = runtime {
+                    drop(runtime);
+                    counted.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+            .build()
+            .expect("a runtime");
+        let handle = rt.handle().clone();
+        *slot.lock().unwrap() = Some(rt);
+        let closure = handle.spawn_blocking(|| ());
+        wait_until("the runtime dropped in the start callback", || {
+            dropped.load(Ordering::SeqCst) == 1
+        });
+        // The closure, queued when the runtime shut down, was cancelled.
+        assert!(futures::executor::block_on(closure)
+            .unwrap_err()
+            .is_cancelled());
+    });
+}
+
 /// Recurses `depth` times through frames of 64 KiB.
 fn deep(depth: usize) -> u8 {
     let frame = black_box([depth as u8; 64 * 1024]);

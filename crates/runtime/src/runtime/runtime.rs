@@ -196,9 +196,11 @@ impl Runtime {
         shared.blocking.shutdown();
         // Not from async code or one of the closures: a closure may be waiting for the very
         // future or closure that is dropping the runtime. The closure of `block_in_place`
-        // is blocking code, not async code, and waits as any thread outside a runtime does.
+        // is blocking code, not async code, and waits as any thread outside a runtime does,
+        // even on a blocking thread (one that ran a handed-off worker), which waits for the
+        // pool's other threads.
         let in_async_code = worker::is_nonblocking_worker_thread() || context::is_blocking();
-        if !in_async_code && !shared.blocking.is_own_thread() {
+        if !in_async_code {
             shared.blocking.wait_for_exit(deadline);
         }
     }
@@ -207,7 +209,8 @@ impl Runtime {
 impl Drop for Runtime {
     /// Shuts down like [`shutdown_timeout`](Runtime::shutdown_timeout), waiting as long as
     /// worker threads take to finish their current poll and blocking closures take to
-    /// return.
+    /// return; then joins the blocking threads, as tokio does, so their thread-locals have
+    /// been dropped.
     fn drop(&mut self) {
         self.shutdown(None);
     }

@@ -15,28 +15,36 @@
 //!
 //! All of it sits under one mutex, beside one condvar the idle threads wait on:
 //!
-//! | field      | meaning                                                    |
-//! |------------|------------------------------------------------------------|
-//! | `queue`    | jobs not yet taken by a thread                             |
-//! | `now`      | jobs from `spawn_now` waiting for the idle thread woken for them |
-//! | `threads`  | threads started and not yet exited                         |
-//! | `exempt`   | jobs from `spawn_now` not yet finished, outside the cap    |
-//! | `idle`     | threads waiting on the condvar                             |
-//! | `notified` | idle threads already woken for a job, not yet back under the lock |
-//! | `shutdown` | the runtime shut down: idle threads exit, queued and new jobs are cancelled |
+//! | field        | meaning                                                                     |
+//! |--------------|-----------------------------------------------------------------------------|
+//! | `queue`      | jobs not yet taken by a thread                                              |
+//! | `now`        | jobs from `spawn_now` waiting for the idle thread woken for them            |
+//! | `threads`    | threads started and not yet exited                                          |
+//! | `exempt`     | jobs from `spawn_now` not yet finished, outside the cap                     |
+//! | `idle`       | threads waiting on the condvar                                              |
+//! | `notified`   | idle threads already woken for a job, not yet back under the lock           |
+//! | `shutdown`   | the runtime shut down: idle threads exit, queued and new jobs are cancelled |
+//! | `running`    | the join handles of the threads not yet at their end                        |
+//! | `last_ended` | the join handle of the thread that ended last                               |
 //!
 //! # The protocol
 //!
 //! - `spawn` pushes the job, then: if some idle thread has not been woken yet
 //!   (`idle > notified`), it wakes one; else, with fewer than `max_threads` threads outside
-//!   `exempt`, it starts a thread (after releasing the lock); else the job waits for the first
-//!   thread to come free. If the system refuses the new thread, the job waits for a thread
-//!   that is still alive; with none left, nothing would ever take the queue, so `spawn`
-//!   cancels every queued job and panics.
+//!   `exempt`, it starts a thread; else the job waits for the first thread to come free. If
+//!   the system refuses the new thread, the job waits for a thread that is still alive and
+//!   takes queued jobs (one outside `exempt`); with none, nothing would take the queue before
+//!   shutdown, so `spawn` cancels every queued job and panics.
+//! - A thread is started under the lock and its join handle pushed onto `running` before the
+//!   lock is released, so the new thread, which takes the lock before anything else it does
+//!   with the state, always finds its handle there when it ends.
 //! - `spawn_now` counts the job in `exempt`, then: if some idle thread has not been woken
 //!   yet, it pushes the job onto `now` and wakes one; else it starts a thread that runs the
 //!   job first. If the pool is shut down or the system refuses the thread, it drops the job
 //!   unrun and says so.
+//! - A thread that ends (its keep-alive ran out, or the shutdown) moves its handle from
+//!   `running` to `last_ended` and joins the one it replaces. A shutdown that saw every
+//!   thread end joins `last_ended`, and with it, one after the other, all the threads.
 //! - After shutdown, a thread cancels the jobs it takes from the queue instead of running
 //!   them, as tokio cancels the `spawn_blocking` closures no thread has started; `spawn`
 //!   cancels its job instead of queuing it. The threads cancel, not `shutdown`: a cancelled
@@ -65,14 +73,15 @@ use std::fmt;
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::loom::{thread_local_const, Arc, Condvar, Mutex};
+use crate::loom::{thread, thread_local_const, Arc, Condvar, Mutex};
 use crate::runtime::context;
 use crate::runtime::thread_hooks::ThreadHooks;
 use crate::runtime::Handle;
 
 thread_local_const! {
-    /// The address of the pool whose thread this is, or 0: a shutdown that runs on one of
-    /// the pool's own threads does not wait for the pool.
+    /// The address of the pool whose thread this is, from before its start callback until it
+    /// stops counting among the pool's threads, or 0: a shutdown that runs on one of the pool's
+    /// own threads waits for the others only.
     static POOL_OF_THIS_THREAD: Cell<usize> = Cell::new(0);
 }
 
@@ -114,6 +123,13 @@ struct State<J> {
     idle: usize,
     notified: usize,
     shutdown: bool,
+    /// The threads started and not yet at their end (counted in `threads` or `exiting`).
+    /// Each is pushed under the lock by the thread that starts it, before the new thread can
+    /// take the lock, so a thread always finds its own here when it ends.
+    running: Vec<thread::JoinHandle<()>>,
+    /// The thread that ended last: the next to end joins it, and so does a shutdown, which
+    /// then knows every thread has returned (each joined the one before it).
+    last_ended: Option<thread::JoinHandle<()>>,
 }
 
 impl<J: Job> BlockingPool<J> {
@@ -130,6 +146,8 @@ impl<J: Job> BlockingPool<J> {
                 idle: 0,
                 notified: 0,
                 shutdown: false,
+                running: Vec::new(),
+                last_ended: None,
             }),
             condvar: Condvar::new(),
             max_threads: max_threads.max(1),
@@ -155,14 +173,12 @@ impl<J: Job> BlockingPool<J> {
     #[track_caller]
     pub(crate) fn spawn(pool: &Arc<Self>, job: J) {
         Self::spawn_with(pool, job, |pool, runtime| {
-            pool.hooks
-                .blocking_builder()
-                .spawn(move || {
-                    let _current = runtime.map(context::enter);
-                    pool.hooks.start();
-                    pool.run(None);
-                })
-                .map(drop)
+            pool.hooks.blocking_builder().spawn(move || {
+                let current = runtime.map(context::enter);
+                pool.enter_thread();
+                pool.hooks.start();
+                pool.run(None, current);
+            })
         });
     }
 
@@ -182,14 +198,12 @@ impl<J: Job> BlockingPool<J> {
         runtime: Option<Handle>,
     ) -> io::Result<()> {
         Self::spawn_now_with(pool, job, |pool, job| {
-            pool.hooks
-                .blocking_builder()
-                .spawn(move || {
-                    let _current = runtime.map(context::enter);
-                    pool.hooks.start();
-                    pool.run(Some(job));
-                })
-                .map(drop)
+            pool.hooks.blocking_builder().spawn(move || {
+                let current = runtime.map(context::enter);
+                pool.enter_thread();
+                pool.hooks.start();
+                pool.run(Some(job), current);
+            })
         })
     }
 
@@ -198,32 +212,26 @@ impl<J: Job> BlockingPool<J> {
     fn spawn_now_with(
         pool: &Arc<Self>,
         job: NowJob,
-        start: impl FnOnce(Arc<Self>, NowJob) -> io::Result<()>,
+        start: impl FnOnce(Arc<Self>, NowJob) -> io::Result<thread::JoinHandle<()>>,
     ) -> io::Result<()> {
         let mut state = pool.state.lock();
         if state.shutdown {
             return Err(io::Error::other("the blocking pool is shut down"));
         }
-        state.exempt += 1;
         if state.idle > state.notified {
+            state.exempt += 1;
             state.now.push_back(job);
             state.notified += 1;
             drop(state);
             pool.condvar.notify_one();
             return Ok(());
         }
+        // Started under the lock, as in `spawn_with`.
+        let thread = start(pool.clone(), job)?;
+        state.exempt += 1;
         state.threads += 1;
-        drop(state);
-        let started = start(pool.clone(), job);
-        if started.is_err() {
-            let mut state = pool.state.lock();
-            state.threads -= 1;
-            state.exempt -= 1;
-            drop(state);
-            // A shutdown may be waiting for the thread that never started.
-            pool.condvar.notify_all();
-        }
-        started
+        state.running.push(thread);
+        Ok(())
     }
 
     /// [`spawn`](Self::spawn), starting a thread (which must call `run`, in the job's
@@ -232,7 +240,7 @@ impl<J: Job> BlockingPool<J> {
     fn spawn_with(
         pool: &Arc<Self>,
         job: J,
-        start: impl FnOnce(Arc<Self>, Option<Handle>) -> io::Result<()>,
+        start: impl FnOnce(Arc<Self>, Option<Handle>) -> io::Result<thread::JoinHandle<()>>,
     ) {
         let mut state = pool.state.lock();
         if state.shutdown {
@@ -251,18 +259,21 @@ impl<J: Job> BlockingPool<J> {
         if state.threads - state.exempt >= pool.max_threads {
             return;
         }
-        state.threads += 1;
         let runtime = state.queue.back().and_then(J::runtime);
-        drop(state);
-        let Err(error) = start(pool.clone(), runtime) else {
-            return;
+        // Started under the lock, so that its handle is in `running` before it can take the
+        // lock and end (tokio, too, starts its blocking threads under its pool's lock).
+        let error = match start(pool.clone(), runtime) {
+            Ok(thread) => {
+                state.threads += 1;
+                state.running.push(thread);
+                return;
+            }
+            Err(error) => error,
         };
-        let mut state = pool.state.lock();
-        state.threads -= 1;
-        // A shutdown may be waiting for the thread that never started.
-        pool.condvar.notify_all();
-        if state.threads > 0 {
-            // A live thread looks at the queue before it waits or exits.
+        if state.threads > state.exempt {
+            // A live thread that takes queued jobs (not one running a worker handed off by
+            // `block_in_place`, which runs until shutdown) looks at the queue before it waits
+            // or exits.
             return;
         }
         let stranded = std::mem::take(&mut state.queue);
@@ -280,22 +291,29 @@ impl<J: Job> BlockingPool<J> {
         self.condvar.notify_all();
     }
 
-    /// Whether this thread is one of the pool's.
+    /// Whether this thread is one of the pool's, still counted among its threads.
     pub(crate) fn is_own_thread(&self) -> bool {
         POOL_OF_THIS_THREAD.with(Cell::get) == self.address()
     }
 
+    /// Marks this new thread as one of the pool's, before its start callback: a runtime
+    /// dropped there does not wait for the thread itself.
+    fn enter_thread(&self) {
+        POOL_OF_THIS_THREAD.with(|pool| pool.set(self.address()));
+    }
+
     /// After [`shutdown`](Self::shutdown): waits until every thread has exited, so every
     /// job that had started has returned and every queued one is cancelled, or until
-    /// `deadline`; returns whether they all did. Not on one of the pool's own threads, which
-    /// would wait for itself.
+    /// `deadline`; returns whether they all did. On one of the pool's own threads (a runtime
+    /// dropped in `block_in_place`'s closure there, or in a callback), every other thread.
+    ///
+    /// Then it joins them, so that what a thread drops as it ends (its thread-locals, the
+    /// runtime's handle) is gone too, as tokio joins its blocking threads; with a `deadline`,
+    /// only if they have already ended.
     pub(crate) fn wait_for_exit(&self, deadline: Option<Instant>) -> bool {
-        debug_assert!(
-            !self.is_own_thread(),
-            "a pool thread waits for the pool to exit"
-        );
+        let own = usize::from(self.is_own_thread());
         let mut state = self.state.lock();
-        while state.threads > 0 || state.exiting > 0 {
+        while state.threads + state.exiting > own {
             state = match deadline {
                 None => self.condvar.wait(state),
                 Some(deadline) => {
@@ -306,6 +324,16 @@ impl<J: Job> BlockingPool<J> {
                     self.condvar.wait_for(state, deadline - now)
                 }
             };
+        }
+        // Each thread joined the one that ended before it, so joining the last joins all.
+        let last = state.last_ended.take();
+        drop(state);
+        match last {
+            Some(last) if deadline.is_none() || crate::loom::is_finished(&last) => {
+                let _ = last.join();
+            }
+            Some(last) => self.state.lock().last_ended = Some(last),
+            None => {}
         }
         true
     }
@@ -321,9 +349,9 @@ impl<J: Job> BlockingPool<J> {
     }
 
     /// One thread's life: run `first`, a job from `spawn_now`, if any, then jobs from the
-    /// queues, wait for more, run the stop callback, exit.
-    fn run(&self, first: Option<NowJob>) {
-        POOL_OF_THIS_THREAD.with(|pool| pool.set(self.address()));
+    /// queues, wait for more, run the stop callback, leave `current` (the runtime's context),
+    /// join the thread that ended before this one, exit.
+    fn run<C>(&self, first: Option<NowJob>, current: C) {
         let mut first = first;
         let mut state = self.state.lock();
         // When this thread's keep-alive runs out (`None` inside: never), set when it first
@@ -374,20 +402,35 @@ impl<J: Job> BlockingPool<J> {
             }
         }
         state.threads -= 1;
-        if self.hooks.on_stop.is_some() {
-            // Outside the lock, as the callback may do anything; no longer counted among
-            // the threads that take jobs, but waited for by a shutdown.
-            state.exiting += 1;
-            drop(state);
-            self.hooks.stop();
-            state = self.state.lock();
-            state.exiting -= 1;
-        }
-        let last = state.threads == 0 && state.exiting == 0;
+        // Outside the lock, as the callback may do anything, and so may the drop of the
+        // runtime's handle, which may be its last; no longer counted among the threads that
+        // take jobs, but waited for by a shutdown.
+        state.exiting += 1;
+        drop(state);
+        self.hooks.stop();
+        drop(current);
+        let mut state = self.state.lock();
+        state.exiting -= 1;
+        POOL_OF_THIS_THREAD.with(|pool| pool.set(0));
+        // This thread's handle becomes the last ended one; the one before it is joined here,
+        // so that a shutdown that joins the last one has joined them all.
+        let me = thread::current().id();
+        let before = match state.running.iter().position(|t| t.thread().id() == me) {
+            Some(index) => {
+                let mine = state.running.swap_remove(index);
+                state.last_ended.replace(mine)
+            }
+            None => None,
+        };
+        // With one thread left, that one may be a pool thread in `wait_for_exit`.
+        let last = state.threads + state.exiting <= 1;
         drop(state);
         if last {
             // For `wait_for_exit`; idle threads that wake too look at the queue again.
             self.condvar.notify_all();
+        }
+        if let Some(before) = before {
+            let _ = before.join();
         }
     }
 }
@@ -432,7 +475,10 @@ mod tests {
     }
 
     /// A start the system refuses.
-    fn refuse(_pool: Arc<BlockingPool<Run>>, _runtime: Option<Handle>) -> io::Result<()> {
+    fn refuse(
+        _pool: Arc<BlockingPool<Run>>,
+        _runtime: Option<Handle>,
+    ) -> io::Result<thread::JoinHandle<()>> {
         Err(io::Error::other("refused for the test"))
     }
 
@@ -544,6 +590,37 @@ mod tests {
         let (done, finished) = std::sync::mpsc::channel();
         BlockingPool::spawn(&pool, run(move || done.send(()).unwrap()));
         finished.recv().unwrap();
+        pool.shutdown();
+        assert!(pool.wait_for_exit(None));
+    }
+
+    #[test]
+    fn a_refused_start_with_only_a_now_job_running_cancels_the_queue_and_panics() {
+        // The only thread runs a job given now (a handed-off worker's loop, which returns only
+        // at shutdown): it would take the queue only after that.
+        let pool = Arc::new(BlockingPool::new(4, Duration::MAX));
+        let (release, gate) = std::sync::mpsc::channel::<()>();
+        BlockingPool::spawn_now(&pool, Box::new(move || gate.recv().unwrap()), None)
+            .expect("a thread for the job");
+        wait_for_threads(&pool, 1);
+        let cancelled = Arc::new(AtomicUsize::new(0));
+        let job = {
+            let cancelled = cancelled.clone();
+            Run {
+                run: Box::new(|| panic!("a job ran behind the job given now")),
+                cancel: Box::new(move || {
+                    cancelled.fetch_add(1, Ordering::SeqCst);
+                }),
+            }
+        };
+        let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            BlockingPool::spawn_with(&pool, job, refuse)
+        }))
+        .expect_err("no thread that takes queued jobs is left");
+        let message = panic.downcast_ref::<String>().expect("a formatted message");
+        assert!(message.contains("refused for the test"), "{message}");
+        assert_eq!(cancelled.load(Ordering::SeqCst), 1);
+        release.send(()).unwrap();
         pool.shutdown();
         assert!(pool.wait_for_exit(None));
     }
