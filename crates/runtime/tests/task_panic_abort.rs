@@ -3,8 +3,9 @@
 //! a channel), running (inside its poll), not yet polled, or finished (keeps its output);
 //! aborting from another thread and twice; the aborted future is dropped; a panic in the
 //! drop of an aborted future, or of one that finished, becomes a panic `JoinError` (the
-//! finished one's output is dropped). (Aborting a task that holds an
-//! armed timer is `task_drop_in_place.rs`.)
+//! finished one's output is dropped); an output dropped with a panic whose payload panics
+//! again as it drops leaves the worker alive. (Aborting a task that holds an armed timer is
+//! `task_drop_in_place.rs`.)
 
 mod support;
 
@@ -271,4 +272,62 @@ fn a_panic_while_dropping_a_finished_future_is_a_panic_error() {
     assert!(error.is_panic(), "{error:?}");
     assert_eq!(outputs.load(Ordering::SeqCst), 1, "the output was dropped");
     assert_eq!(rt.block_on(rt.spawn(async { 1 })).expect("runs"), 1);
+}
+
+/// A panic payload that panics again when it is dropped.
+struct PanicsWhenDropped;
+
+impl Drop for PanicsWhenDropped {
+    fn drop(&mut self) {
+        panic!("the payload's own drop");
+    }
+}
+
+/// An output whose drop panics with that payload.
+#[derive(Debug)]
+struct DropPanicsWithABadPayload;
+
+impl Drop for DropPanicsWithABadPayload {
+    fn drop(&mut self) {
+        std::panic::panic_any(PanicsWhenDropped);
+    }
+}
+
+#[test]
+fn an_output_dropped_with_a_payload_that_panics_too_costs_the_worker_nothing() {
+    let rt = running(1);
+    let (release, released) = futures::channel::oneshot::channel::<()>();
+    // No one will read the output: the task drops it as it completes.
+    drop(rt.spawn(async move {
+        released.await.expect("released");
+        DropPanicsWithABadPayload
+    }));
+    release.send(()).expect("the task waits");
+    // The one worker is still there to run the next task.
+    let (ran, runs) = std::sync::mpsc::channel();
+    drop(rt.spawn(async move { ran.send(()).expect("the test waits") }));
+    runs.recv_timeout(Duration::from_secs(10))
+        .expect("the worker survived the payload");
+    // And a future whose destructor panics once finished, beside such an output.
+    let task = rt.spawn(ReadyThenPanicWithABadPayload);
+    let error = rt.block_on(task).expect_err("its destructor panicked");
+    assert!(error.is_panic(), "{error:?}");
+    assert_eq!(rt.block_on(rt.spawn(async { 1 })).expect("runs"), 1);
+}
+
+/// Ready at once with an output whose drop panics with a bad payload; panics when dropped.
+struct ReadyThenPanicWithABadPayload;
+
+impl Future for ReadyThenPanicWithABadPayload {
+    type Output = DropPanicsWithABadPayload;
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<DropPanicsWithABadPayload> {
+        Poll::Ready(DropPanicsWithABadPayload)
+    }
+}
+
+impl Drop for ReadyThenPanicWithABadPayload {
+    fn drop(&mut self) {
+        panic!("dropped after it finished");
+    }
 }

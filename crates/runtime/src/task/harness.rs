@@ -182,7 +182,7 @@ where
                 match panic::catch_unwind(AssertUnwindSafe(|| self.drop_stage_unguarded())) {
                     Ok(()) => self.store_output(Ok(output)),
                     Err(panic) => {
-                        let _ = panic::catch_unwind(AssertUnwindSafe(|| drop(output)));
+                        swallow(panic::catch_unwind(AssertUnwindSafe(|| drop(output))));
                         let id = self.cell().header.id;
                         self.store_output(Err(JoinError::panic(id, panic)));
                     }
@@ -224,7 +224,9 @@ where
 
     /// Drops whatever the stage holds, swallowing a panic from its destructor.
     fn drop_stage(&self) {
-        let _ = panic::catch_unwind(AssertUnwindSafe(|| self.drop_stage_unguarded()));
+        swallow(panic::catch_unwind(AssertUnwindSafe(|| {
+            self.drop_stage_unguarded();
+        })));
     }
 
     /// Drops whatever the stage holds *in place*, leaving `Consumed`. A pinned future must be
@@ -254,7 +256,7 @@ where
     fn complete(self) {
         let state = &self.cell().header.state;
         let prev = state.transition_to_complete();
-        let _ = panic::catch_unwind(AssertUnwindSafe(|| {
+        swallow(panic::catch_unwind(AssertUnwindSafe(|| {
             if !prev.is_join_interested() {
                 // Nobody will read the output; its destructor runs as the task.
                 super::id::run_as(self.cell().header.id, || self.drop_stage_unguarded());
@@ -270,7 +272,7 @@ where
                     self.take_join_waker();
                 }
             }
-        }));
+        })));
         // SAFETY: a borrowed view of the task for the scheduler; `ManuallyDrop` keeps it from
         // releasing a reference it does not own.
         let me = ManuallyDrop::new(unsafe { Task::<S>::from_raw(self.header_ptr()) });
@@ -370,6 +372,17 @@ where
             self.complete();
         } else {
             self.drop_references(1);
+        }
+    }
+}
+
+/// Drops the payload of a panic caught from a destructor or a waker. A payload whose own
+/// destructor panics would unwind out of the worker past the task's bookkeeping, so that
+/// second payload is leaked instead.
+fn swallow(caught: std::thread::Result<()>) {
+    if let Err(payload) = caught {
+        if let Err(again) = panic::catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+            mem::forget(again);
         }
     }
 }
