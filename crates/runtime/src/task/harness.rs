@@ -88,7 +88,9 @@ where
     /// # Safety
     ///
     /// `dst` points to a `Poll<Result<F::Output, JoinError>>`, or is null (then the waker is
-    /// registered and nothing is read); the caller is the task's `JoinHandle`.
+    /// registered and nothing is read); the caller is the task's `JoinHandle`, used
+    /// exclusively (through `&mut` or by value): the call may write the join waker's slot
+    /// and move the output out.
     unsafe fn try_read_output_raw(header: NonNull<Header>, dst: *mut (), waker: &Waker) {
         // SAFETY: the caller holds the join handle's reference.
         let harness = unsafe { Self::from_header(header) };

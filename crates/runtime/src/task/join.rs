@@ -44,8 +44,8 @@ pub struct JoinHandle<T> {
 // SAFETY: a `JoinHandle` moves the output `T` from the task to its owner, so it may cross
 // threads when `T: Send`; the header it points at is shared task state behind atomics.
 unsafe impl<T: Send> Send for JoinHandle<T> {}
-// SAFETY: `&JoinHandle` only reads the state word (`is_finished`) and submits aborts, both
-// thread-safe; it never touches the output.
+// SAFETY: `&JoinHandle` only reads the state word (`is_finished`, `id`) and submits aborts,
+// all thread-safe; what touches the output or the join waker's slot takes `&mut self`.
 unsafe impl<T: Send> Sync for JoinHandle<T> {}
 
 impl<T> Unpin for JoinHandle<T> {}
@@ -97,7 +97,7 @@ impl<T> JoinHandle<T> {
     /// Has `waker` woken when the task finishes, as a pending poll would, without reading the
     /// output. Returns whether the task has already finished; then `waker` may or may not be
     /// woken for it.
-    pub(crate) fn register_waker(&self, waker: &Waker) -> bool {
+    pub(crate) fn register_waker(&mut self, waker: &Waker) -> bool {
         let header = self.header();
         // SAFETY: this is the join handle, and a null destination asks for no output.
         unsafe { (header.vtable.try_read_output)(self.header, std::ptr::null_mut(), waker) };

@@ -231,7 +231,7 @@ impl<T: 'static> JoinSet<T> {
         self.insert(local_set.spawn_local(future))
     }
 
-    fn insert(&mut self, handle: JoinHandle<T>) -> AbortHandle {
+    fn insert(&mut self, mut handle: JoinHandle<T>) -> AbortHandle {
         let abort = handle.abort_handle();
         let id = self.next_id;
         self.next_id += 1;

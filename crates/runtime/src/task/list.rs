@@ -134,7 +134,8 @@ impl<S: Schedule> OwnedTasks<S> {
             return (join, None);
         }
         let entry = shard.tasks.vacant_entry();
-        task.set_owned_key(entry.key());
+        // SAFETY: `shard` is the guard of the task's shard (chosen by its id).
+        unsafe { task.set_owned_key(entry.key()) };
         entry.insert(task);
         (join, Some(notified))
     }
@@ -144,7 +145,8 @@ impl<S: Schedule> OwnedTasks<S> {
     /// large), or when shutdown already took it.
     pub(crate) fn remove(&self, task: &Task<S>) -> Option<Task<S>> {
         let mut shard = self.shard(task.id()).lock();
-        let key = task.owned_key();
+        // SAFETY: `shard` is the guard of the task's shard, chosen by its id.
+        let key = unsafe { task.owned_key() };
         if shard.closed || shard.tasks.len() < BATCH_FROM {
             return if shard.tasks.get(key).is_some_and(|held| held.ptr_eq(task)) {
                 Some(shard.tasks.remove(key))

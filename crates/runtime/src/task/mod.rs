@@ -106,14 +106,22 @@ impl<S: 'static> Task<S> {
         self.header == other.header
     }
 
-    /// The key of the task in its owned-list shard; the caller holds that shard's lock.
-    fn owned_key(&self) -> usize {
+    /// The key of the task in its owned-list shard.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock of the task's owned-list shard.
+    unsafe fn owned_key(&self) -> usize {
         // SAFETY: the caller holds the shard lock, which serializes every access.
         self.header().owned_key.with(|key| unsafe { *key })
     }
 
-    /// Records the task's key in its owned-list shard; the caller holds that shard's lock.
-    fn set_owned_key(&self, key: usize) {
+    /// Records the task's key in its owned-list shard.
+    ///
+    /// # Safety
+    ///
+    /// As for [`owned_key`](Self::owned_key).
+    unsafe fn set_owned_key(&self, key: usize) {
         // SAFETY: as in `owned_key`.
         self.header()
             .owned_key
