@@ -381,7 +381,7 @@ where
 /// Drops the payload of a panic caught from a destructor or a waker. A payload whose own
 /// destructor panics would unwind out of the worker past the task's bookkeeping, so that
 /// second payload is leaked instead.
-fn swallow(caught: std::thread::Result<()>) {
+fn swallow(caught: Result<(), Box<dyn std::any::Any + Send>>) {
     if let Err(payload) = caught {
         if let Err(again) = panic::catch_unwind(AssertUnwindSafe(|| drop(payload))) {
             mem::forget(again);
