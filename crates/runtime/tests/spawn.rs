@@ -3,7 +3,8 @@
 //! on 1 and 4 workers, and thousands live at once leaving the count of live tasks as they
 //! complete; `Handle::current`, `Handle::try_current` and `Handle::enter` (nested
 //! guards restore the previous runtime, guards dropped out of order panic); `task::yield_now`
-//! letting other tasks run; the names of worker and blocking threads; builder chains written
+//! letting other tasks run, a task spawned from outside and a current-thread runtime's
+//! `block_on` future before the yielding task's next turn; the names of worker and blocking threads; builder chains written
 //! for tokio (`new_multi_thread`, `enable_all`, `enable_io`, `enable_time`,
 //! `event_interval`, `shutdown_background`; `new_current_thread`, `name` and `Handle::name`);
 //! `global_queue_interval`.
@@ -262,6 +263,67 @@ fn enter_guards_dropped_out_of_order_panic() {
     let first_guard = first.enter();
     let _second_guard = second.enter();
     drop(first_guard);
+}
+
+/// A task that yields in a loop, counting its turns, until `stop`.
+fn yielding_hog(turns: Arc<AtomicUsize>, stop: Arc<AtomicBool>) -> impl Future<Output = ()> {
+    async move {
+        while !stop.load(Ordering::SeqCst) {
+            turns.fetch_add(1, Ordering::SeqCst);
+            task::yield_now().await;
+        }
+    }
+}
+
+#[test]
+fn a_yielding_task_lets_the_block_on_future_of_a_current_thread_runtime_go_first() {
+    let rt = escapement::Builder::new_current_thread().build().unwrap();
+    rt.block_on(async {
+        let (turns, stop) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let hog = escapement::spawn(yielding_hog(turns.clone(), stop.clone()));
+        task::yield_now().await;
+        for _ in 0..10 {
+            let before = turns.load(Ordering::SeqCst);
+            task::yield_now().await;
+            let taken = turns.load(Ordering::SeqCst) - before;
+            assert!(
+                taken <= 1,
+                "the task took {taken} turns during one yield of the future"
+            );
+        }
+        stop.store(true, Ordering::SeqCst);
+        hog.await.unwrap();
+    });
+}
+
+#[test]
+fn a_yielding_task_lets_a_task_spawned_from_outside_go_first() {
+    let rt = running(1);
+    let (turns, stop) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    drop(rt.spawn(yielding_hog(turns.clone(), stop.clone())));
+    support::wait_until("the task runs", || turns.load(Ordering::SeqCst) > 0);
+    for _ in 0..10 {
+        let (ran, runs) = std::sync::mpsc::channel();
+        let seen = turns.clone();
+        // From outside the workers: through the injection queue.
+        drop(rt.spawn(async move { ran.send(seen.load(Ordering::SeqCst)).unwrap() }));
+        let spawned = turns.load(Ordering::SeqCst);
+        let at_run = runs
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the spawned task runs");
+        let taken = at_run.saturating_sub(spawned);
+        assert!(
+            taken <= 3,
+            "the yielding task took {taken} turns before the spawned one ran"
+        );
+    }
+    stop.store(true, Ordering::SeqCst);
 }
 
 #[test]

@@ -1,8 +1,10 @@
 //! A worker thread: its loop, its local queue, and how it parks.
 //!
 //! Each turn a worker runs one task: from its own queue, from the injector (first, every
-//! `global_queue_interval` turns, 61 unless the builder says otherwise, so outside work is
-//! not starved), or stolen from another worker. Worker 0 also fires due timers at the top of
+//! `global_queue_interval` turns, 61 unless the builder says otherwise, and the turn after a
+//! task yielded, so outside work is not starved), or stolen from another worker. A
+//! current-thread runtime's worker also ends its batch of turns after a task yielded, so
+//! that `block_on`'s future, if woken, goes before the task's next turn. Worker 0 also fires due timers at the top of
 //! every turn, which costs one relaxed load when no timer is pending. With nothing to run, a
 //! worker sleeps by the protocol of `idle.rs`: worker 0 on the timer driver's poll, with its
 //! next expiry as the timeout, the others on a condvar parker. A worker runs the builder's
@@ -61,7 +63,7 @@ use crate::loom::{thread_local_const, Arc, Mutex};
 use crate::park::Parker;
 use crate::runtime::context;
 use crate::runtime::Handle;
-use crate::task::{BlockingPool, Notified};
+use crate::task::{coop, BlockingPool, Notified};
 use crate::time::driver_ref::InShard;
 use crate::time::park::DriverParker;
 
@@ -480,7 +482,7 @@ impl Worker {
                 driver.try_process_overdue();
             }
             if let Some(task) = self.next_task().or_else(|| self.steal()) {
-                if self.run_task(task) == Role::HandedOff {
+                if self.run_task(task).0 == Role::HandedOff {
                     // Active until now, as the closure ran here (step 5).
                     driver.deactivate();
                     break;
@@ -505,12 +507,16 @@ impl Worker {
             let Some(task) = self.next_task() else {
                 break;
             };
-            let role = self.run_task(task);
+            let (role, yielded) = self.run_task(task);
             assert!(
                 role != Role::HandedOff,
                 "block_in_place handed a current-thread runtime's worker off"
             );
             ran = true;
+            if yielded {
+                // The caller's future, if woken, goes before the task's next turn.
+                break;
+            }
         }
         ran
     }
@@ -528,12 +534,18 @@ impl Worker {
         }
     }
 
-    /// Runs `task`; returns `HandedOff` if its poll handed the worker to another thread.
-    fn run_task(&mut self, task: Task) -> Role {
+    /// Runs `task`; returns `HandedOff` if its poll handed the worker to another thread, and
+    /// whether the task yielded (it then runs again after the next task from the injector).
+    fn run_task(&mut self, task: Task) -> (Role, bool) {
         self.end_search();
         ROLE.with(|role| role.set(Role::Polling));
+        coop::take_yield();
         task.run();
-        ROLE.with(|role| role.replace(Role::Other))
+        let yielded = coop::take_yield();
+        if yielded {
+            self.injector_countdown = 1;
+        }
+        (ROLE.with(|role| role.replace(Role::Other)), yielded)
     }
 
     fn with_queue<R>(f: impl FnOnce(&Local<Task>) -> R) -> R {

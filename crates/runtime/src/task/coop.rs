@@ -59,6 +59,28 @@ thread_local_const! {
     static LEFT: Cell<u8> = Cell::new(UNCONSTRAINED);
 }
 
+thread_local_const! {
+    /// Set when the poll running on this thread woke its own task to yield
+    /// ([`yield_now`](crate::task::yield_now), or a spent budget): its worker then lets the
+    /// tasks spawned from outside, and a current-thread runtime's `block_on` future, have a
+    /// turn before the task's next one, as tokio, which defers such wakes, does.
+    static YIELDED: Cell<bool> = Cell::new(false);
+}
+
+/// The poll running on this thread woke its task to yield.
+#[inline]
+pub(crate) fn note_yield() {
+    let _ = YIELDED.try_with(|yielded| yielded.set(true));
+}
+
+/// Whether a poll on this thread yielded since the last call; clears the mark.
+#[inline]
+pub(crate) fn take_yield() -> bool {
+    YIELDED
+        .try_with(|yielded| yielded.replace(false))
+        .unwrap_or(false)
+}
+
 /// The budget left, or [`UNCONSTRAINED`] where the thread-local is gone (a thread exiting).
 fn left() -> u8 {
     LEFT.try_with(Cell::get).unwrap_or(UNCONSTRAINED)
@@ -86,6 +108,7 @@ pub(crate) fn without_budget<R>(f: impl FnOnce() -> R) -> R {
 #[inline]
 pub(crate) fn poll_budget(cx: &mut Context<'_>) -> Poll<()> {
     if left() == 0 {
+        note_yield();
         cx.waker().wake_by_ref();
         Poll::Pending
     } else {

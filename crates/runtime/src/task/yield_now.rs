@@ -4,8 +4,12 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use super::coop;
+
 /// Yields to the scheduler once: the task goes to the back of its worker's queue, and other
-/// ready tasks run before it is polled again.
+/// ready tasks run before it is polled again: those already in that queue, the next task
+/// spawned or woken from outside the workers, and, on a current-thread runtime, the future
+/// in `block_on` if it was woken.
 ///
 /// # Examples
 ///
@@ -30,6 +34,7 @@ impl Future for YieldNow {
             return Poll::Ready(());
         }
         self.yielded = true;
+        coop::note_yield();
         cx.waker().wake_by_ref();
         Poll::Pending
     }
