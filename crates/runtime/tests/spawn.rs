@@ -266,12 +266,10 @@ fn enter_guards_dropped_out_of_order_panic() {
 }
 
 /// A task that yields in a loop, counting its turns, until `stop`.
-fn yielding_hog(turns: Arc<AtomicUsize>, stop: Arc<AtomicBool>) -> impl Future<Output = ()> {
-    async move {
-        while !stop.load(Ordering::SeqCst) {
-            turns.fetch_add(1, Ordering::SeqCst);
-            task::yield_now().await;
-        }
+async fn yielding_hog(turns: Arc<AtomicUsize>, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::SeqCst) {
+        turns.fetch_add(1, Ordering::SeqCst);
+        task::yield_now().await;
     }
 }
 
