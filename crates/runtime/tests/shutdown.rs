@@ -7,8 +7,10 @@
 //! destructor blocks (the workers drop the tasks, as tokio's do); the tasks it cancels are
 //! dropped inside its context; dropped on a worker of another runtime, it still waits for its
 //! own busy workers, and on one of its own workers for the others; in async code (a task, a
-//! `block_on` future) it does not wait for its blocking closures. (Tasks holding armed timers
-//! at shutdown are `task_drop_in_place.rs` and `shutdown_many_timers.rs`.)
+//! `block_on` future) it does not wait for its blocking closures; dropped by a thread-local's
+//! destructor as its thread exits, after the runtime's own thread-locals, it still shuts down.
+//! (Tasks holding armed timers at shutdown are `task_drop_in_place.rs` and
+//! `shutdown_many_timers.rs`.)
 
 mod support;
 
@@ -552,5 +554,49 @@ fn tasks_woken_during_shutdown_do_not_crash_it() {
         if let Some(waker) = slot.lock().expect("not poisoned").take() {
             waker.wake();
         }
+    }
+}
+
+std::thread_local! {
+    /// A runtime kept by a thread, dropped by this thread-local's destructor as it exits.
+    static HELD: std::cell::RefCell<Option<Runtime>> = const { std::cell::RefCell::new(None) };
+}
+
+#[test]
+fn a_runtime_dropped_by_a_thread_locals_destructor_shuts_down() {
+    for current_thread in [true, false] {
+        let rt = if current_thread {
+            escapement::Builder::new_current_thread().build()
+        } else {
+            escapement::Builder::new().worker_threads(2).build()
+        }
+        .expect("a runtime");
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let counter = DropCounter(dropped.clone());
+        std::thread::spawn(move || {
+            // Set before the runtime's own thread-locals are first used on this thread, so
+            // they are destroyed before it, and its shutdown finds no context to enter.
+            HELD.with(|held| *held.borrow_mut() = Some(rt));
+            HELD.with(|held| {
+                let held = held.borrow();
+                let rt = held.as_ref().expect("held");
+                drop(rt.spawn(async move {
+                    let _counter = counter;
+                    pending::<()>().await;
+                }));
+                assert_eq!(
+                    rt.block_on(async { escapement::spawn(async { 5 }).await })
+                        .unwrap(),
+                    5
+                );
+            });
+        })
+        .join()
+        .expect("the thread exits cleanly");
+        assert_eq!(
+            dropped.load(Ordering::SeqCst),
+            1,
+            "the waiting task was cancelled"
+        );
     }
 }

@@ -55,16 +55,25 @@ pub(crate) fn try_with_handle<R>(f: impl FnOnce(&Handle) -> R) -> Result<Option<
 /// nest: they must be dropped in the reverse order they were made, on the thread that made
 /// them (the guard is not `Send`).
 pub(crate) fn enter(handle: Handle) -> ContextGuard {
-    let previous = CURRENT.with(|current| current.replace(Some(handle)));
+    try_enter(handle).expect("the thread's runtime context is gone: the thread is exiting")
+}
+
+/// [`enter`], unless the thread is exiting and its context is already gone (a runtime
+/// dropped by another thread-local's destructor): then nothing changes.
+pub(crate) fn try_enter(handle: Handle) -> Option<ContextGuard> {
+    let previous = CURRENT
+        .try_with(|current| current.replace(Some(handle)))
+        .ok()?;
+    // A plain `Cell` with a constant initializer and no destructor: always there.
     let depth = DEPTH.with(|depth| {
         depth.set(depth.get() + 1);
         depth.get()
     });
-    ContextGuard {
+    Some(ContextGuard {
         previous,
         depth,
         _not_send: PhantomData,
-    }
+    })
 }
 
 /// Restores the previously current runtime.

@@ -181,7 +181,9 @@ impl Runtime {
         }
         // Inside the runtime's context, so what a task's future does as it is dropped
         // (spawn, read the handle, make a timer) finds its runtime, as on a worker.
-        let _context = context::enter(self.handle.clone());
+        // Unless the thread is exiting and its context is gone (a runtime held by a
+        // thread-local, dropped by its destructor).
+        let _context = context::try_enter(self.handle.clone());
         // The workers that exited cancelled the tasks (`worker.rs`, `Exit`). Once they all
         // have, this finds none left, unless this thread is the only worker; a worker still
         // busy past the timeout cancels them when it exits, not this thread.
