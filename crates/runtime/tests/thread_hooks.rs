@@ -2,7 +2,7 @@
 //! `on_thread_park` and `on_thread_unpark`: every thread the runtime starts (its workers, its
 //! blocking threads, the thread a worker is handed to by `block_in_place`) runs the start
 //! callback first and the stop callback last, on itself; the stack size reaches workers and
-//! blocking threads alike; the name function names each thread once, and it and
+//! blocking threads alike, raised to what a worker needs when too small; the name function names each thread once, and it and
 //! `thread_name` replace each other; a worker runs the park callback before each park and
 //! the unpark callback after it; a panicking callback costs the runtime nothing; a shutdown's
 //! timeout covers the workers' stop callbacks.
@@ -208,6 +208,29 @@ fn the_stack_size_reaches_workers_and_blocking_threads() {
     let on_worker = rt.block_on(rt.spawn(async { deep(DEPTH) })).unwrap();
     let on_blocking = rt.block_on(rt.spawn_blocking(|| deep(DEPTH))).unwrap();
     assert_eq!(on_worker, on_blocking);
+}
+
+#[test]
+fn a_stack_size_too_small_for_a_worker_is_raised() {
+    for bytes in [0, 1, 16 * 1024] {
+        let rt = escapement::Builder::new()
+            .worker_threads(2)
+            .thread_stack_size(bytes)
+            .build()
+            .expect("a runtime");
+        // Tasks spread over both workers, which steal from each other, and a blocking thread.
+        let sum: u32 = rt.block_on(async {
+            let tasks: Vec<_> = (0..64u32)
+                .map(|i| escapement::spawn(async move { i }))
+                .collect();
+            let mut sum = 0;
+            for task in tasks {
+                sum += task.await.unwrap();
+            }
+            sum + escapement::task::spawn_blocking(|| 1).await.unwrap()
+        });
+        assert_eq!(sum, 2017);
+    }
 }
 
 #[test]

@@ -229,7 +229,9 @@ impl Builder {
 
     /// The stack size, in bytes, of every thread the runtime starts: its workers and its
     /// [`spawn_blocking`](crate::task::spawn_blocking) threads. Without it they get the
-    /// standard library's default (2 MiB, or `RUST_MIN_STACK`).
+    /// standard library's default (2 MiB, or `RUST_MIN_STACK`). A size below 64 KiB is
+    /// raised to that: a worker's own first steps (the setup of its work-stealing queues)
+    /// take about half of it in a debug build, and would overflow a smaller stack.
     ///
     /// # Examples
     ///

@@ -57,6 +57,11 @@ pub(crate) struct ThreadHooks {
     pub(crate) on_unpark: Option<ThreadCallback>,
 }
 
+/// The smallest stack a runtime thread gets, whatever `Builder::thread_stack_size` says: a
+/// worker's first steal sets up the work-stealing queues' shared state, which in a debug
+/// build overflows a stack of 16 KiB (the system's least).
+const MIN_STACK_SIZE: usize = 64 * 1024;
+
 impl ThreadHooks {
     /// A thread builder for worker `index`'s thread.
     pub(crate) fn worker_builder(&self, index: usize) -> thread::Builder {
@@ -68,11 +73,12 @@ impl ThreadHooks {
         self.builder(self.names.blocking())
     }
 
-    /// A thread builder for a thread named `name`, with the stack size set.
+    /// A thread builder for a thread named `name`, with the stack size set (at least
+    /// [`MIN_STACK_SIZE`]).
     fn builder(&self, name: String) -> thread::Builder {
         let builder = thread::Builder::new().name(name);
         match self.stack_size {
-            Some(bytes) => builder.stack_size(bytes),
+            Some(bytes) => builder.stack_size(bytes.max(MIN_STACK_SIZE)),
             None => builder,
         }
     }
