@@ -324,6 +324,50 @@ fn a_yielding_task_lets_a_task_spawned_from_outside_go_first() {
     stop.store(true, Ordering::SeqCst);
 }
 
+/// Tasks from the injector that each yield do not keep a task of the local queue waiting:
+/// the turn after one of them yields goes to the local queue.
+#[test]
+fn tasks_from_outside_that_yield_leave_the_local_queue_its_turns() {
+    const OUTSIDE: usize = 2_000;
+    for current_thread in [true, false] {
+        let rt = if current_thread {
+            escapement::Builder::new_current_thread().build()
+        } else {
+            escapement::Builder::new().worker_threads(1).build()
+        }
+        .unwrap();
+        let handle = rt.handle().clone();
+        let polled = Arc::new(AtomicUsize::new(0));
+        let seen = rt.block_on(async move {
+            escapement::spawn(async move {
+                let flood = {
+                    let polled = polled.clone();
+                    std::thread::spawn(move || {
+                        for _ in 0..OUTSIDE {
+                            let polled = polled.clone();
+                            drop(handle.spawn(async move {
+                                polled.fetch_add(1, Ordering::SeqCst);
+                                task::yield_now().await;
+                            }));
+                        }
+                    })
+                };
+                flood.join().unwrap();
+                // Spawned on the worker: its local queue.
+                let local = escapement::spawn(async move { polled.load(Ordering::SeqCst) });
+                task::yield_now().await;
+                local.await.unwrap()
+            })
+            .await
+            .unwrap()
+        });
+        assert!(
+            seen <= 5,
+            "{seen} tasks from outside went before the local one"
+        );
+    }
+}
+
 #[test]
 fn yield_now_is_pending_once_then_ready() {
     let rt = running(1);

@@ -3,8 +3,9 @@
 //! its threads, caps them at `max_blocking_threads`, and lets idle ones go after the
 //! keep-alive. At shutdown the closures still queued are cancelled, as are those passed
 //! after it; dropping the runtime waits for the running ones, `shutdown_timeout` up to its
-//! timeout, and the drop joins the pool's threads. An aborted closure that has not started
-//! never does.
+//! timeout, and the drop joins the pool's threads; from one of its own closures it waits for
+//! none, and from a thread-local of one of its threads, ending, it joins none. An aborted
+//! closure that has not started never does.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -414,4 +415,86 @@ fn a_runtime_dropped_inside_one_of_its_closures_does_not_wait_for_that_closure()
 #[should_panic(expected = "max_blocking_threads must be at least 1")]
 fn zero_max_blocking_threads_panics() {
     escapement::Builder::new().max_blocking_threads(0);
+}
+
+/// From one of its own blocking closures the drop does not wait for the others: one may be
+/// waiting for this one.
+#[test]
+fn a_runtime_dropped_in_its_own_blocking_closure_does_not_wait_for_the_others() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .build()
+        .expect("a runtime");
+    let (after_tx, after) = mpsc::channel::<()>();
+    let (started_tx, started) = mpsc::channel();
+    drop(rt.spawn_blocking(move || {
+        started_tx.send(()).unwrap();
+        // Waits for the closure that drops the runtime.
+        let _ = after.recv();
+    }));
+    started.recv().unwrap();
+    let handle = rt.handle().clone();
+    let slot = Arc::new(std::sync::Mutex::new(Some(rt)));
+    let (done_tx, done) = mpsc::channel();
+    drop(handle.spawn_blocking(move || {
+        drop(slot.lock().unwrap().take());
+        let _ = after_tx.send(());
+        done_tx.send(()).unwrap();
+    }));
+    done.recv_timeout(std::time::Duration::from_secs(20))
+        .expect("the drop returned");
+}
+
+/// Sends on its channel once it has dropped the runtime it holds.
+struct HoldsTheRuntime(Option<escapement::Runtime>, mpsc::Sender<()>);
+
+impl Drop for HoldsTheRuntime {
+    fn drop(&mut self) {
+        drop(self.0.take());
+        let _ = self.1.send(());
+    }
+}
+
+std::thread_local! {
+    static HOLDER: std::cell::RefCell<Option<HoldsTheRuntime>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A runtime handed to a thread-local of one of its own blocking threads is dropped when that
+/// thread's keep-alive runs out: the thread, ending, waits for the pool's other threads but
+/// joins none, since the last to end may be itself or one that joins it.
+#[test]
+fn a_runtime_dropped_by_a_thread_local_of_its_own_blocking_thread_shuts_down() {
+    for second_thread in [false, true] {
+        let rt = escapement::Builder::new()
+            .worker_threads(1)
+            .thread_keep_alive(std::time::Duration::from_millis(50))
+            .build()
+            .expect("a runtime");
+        let handle = rt.handle().clone();
+        let release = second_thread.then(|| {
+            // Another blocking thread, busy until released, that ends after the first.
+            let (busy_tx, busy) = mpsc::channel();
+            let (release, gate) = mpsc::channel::<()>();
+            drop(rt.spawn_blocking(move || {
+                busy_tx.send(()).unwrap();
+                let _ = gate.recv();
+            }));
+            busy.recv().unwrap();
+            release
+        });
+        let slot = Arc::new(std::sync::Mutex::new(Some(rt)));
+        let (dropped_tx, dropped) = mpsc::channel();
+        drop(handle.spawn_blocking(move || {
+            let rt = slot.lock().unwrap().take();
+            HOLDER.with(|holder| *holder.borrow_mut() = Some(HoldsTheRuntime(rt, dropped_tx)));
+        }));
+        if let Some(release) = release {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            release.send(()).unwrap();
+        }
+        dropped
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the drop returned");
+    }
 }

@@ -233,6 +233,31 @@ fn a_stack_size_too_small_for_a_worker_is_raised() {
     }
 }
 
+/// The name callback runs outside the blocking pool's lock: one that spawns a blocking
+/// closure itself does not deadlock.
+#[test]
+fn a_name_callback_may_spawn_a_blocking_closure() {
+    within(Duration::from_secs(30), || {
+        let armed = Arc::new(AtomicUsize::new(0));
+        let slot: Arc<Mutex<Option<escapement::Handle>>> = Arc::default();
+        let (in_callback, handle_slot) = (armed.clone(), slot.clone());
+        let rt = escapement::Builder::new()
+            .worker_threads(1)
+            .thread_name_fn(move || {
+                if in_callback.swap(0, Ordering::SeqCst) == 1 {
+                    let handle = handle_slot.lock().unwrap().clone();
+                    drop(handle.expect("set").spawn_blocking(|| ()));
+                }
+                "named".to_owned()
+            })
+            .build()
+            .expect("a runtime");
+        *slot.lock().unwrap() = Some(rt.handle().clone());
+        armed.store(1, Ordering::SeqCst);
+        assert_eq!(rt.block_on(rt.spawn_blocking(|| 7)).unwrap(), 7);
+    });
+}
+
 #[test]
 fn a_panicking_callback_costs_the_runtime_nothing() {
     let rt = escapement::Builder::new()

@@ -202,7 +202,7 @@ impl Runtime {
         // even on a blocking thread (one that ran a handed-off worker), which waits for the
         // pool's other threads.
         let in_async_code = worker::is_nonblocking_worker_thread() || context::is_blocking();
-        if !in_async_code {
+        if !in_async_code && !shared.blocking.runs_own_closure() {
             shared.blocking.wait_for_exit(deadline);
         }
     }

@@ -145,6 +145,10 @@ pub(crate) struct Worker {
     /// Turns until the next one that looks at the injector first, counted down (cheaper
     /// than dividing the turn by the runtime's interval).
     injector_countdown: u32,
+    /// Whether the task of this turn came from the injector ahead of the local queue: if it
+    /// yields, the local queue goes next, so tasks that yield from the injector cannot keep
+    /// the local ones waiting.
+    from_injector: bool,
     /// State of a xorshift generator, to pick whom to steal from first.
     rng: u32,
 }
@@ -438,6 +442,7 @@ impl Worker {
     pub(crate) fn new(handle: Handle, index: usize) -> Worker {
         Worker {
             injector_countdown: handle.shared.global_queue_interval,
+            from_injector: false,
             handle,
             index,
             searching: false,
@@ -535,14 +540,15 @@ impl Worker {
     }
 
     /// Runs `task`; returns `HandedOff` if its poll handed the worker to another thread, and
-    /// whether the task yielded (it then runs again after the next task from the injector).
+    /// whether the task yielded (it then runs again after the next task from the injector,
+    /// unless it came from there itself).
     fn run_task(&mut self, task: Task) -> (Role, bool) {
         self.end_search();
         ROLE.with(|role| role.set(Role::Polling));
         coop::take_yield();
         task.run();
         let yielded = coop::take_yield();
-        if yielded {
+        if yielded && !self.from_injector {
             self.injector_countdown = 1;
         }
         (ROLE.with(|role| role.replace(Role::Other)), yielded)
@@ -586,9 +592,11 @@ impl Worker {
         if self.injector_countdown == 0 {
             self.injector_countdown = shared.global_queue_interval;
             if let Some(task) = steal_retrying(|| shared.injector.steal()) {
+                self.from_injector = true;
                 return Some(task);
             }
         }
+        self.from_injector = false;
         Self::with_queue(|queue| {
             queue
                 .pop()

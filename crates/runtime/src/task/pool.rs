@@ -35,16 +35,22 @@
 //!   the system refuses the new thread, the job waits for a thread that is still alive and
 //!   takes queued jobs (one outside `exempt`); with none, nothing would take the queue before
 //!   shutdown, so `spawn` cancels every queued job and panics.
-//! - A thread is started under the lock and its join handle pushed onto `running` before the
-//!   lock is released, so the new thread, which takes the lock before anything else it does
-//!   with the state, always finds its handle there when it ends.
+//! - A new thread is counted in `threads` under the lock; it gets its name outside it (the
+//!   builder's name callback may do anything), then is started under the lock again and its
+//!   join handle pushed onto `running` before the lock is released, so the new thread, which
+//!   takes the lock before anything else it does with the state, always finds its handle
+//!   there when it ends.
 //! - `spawn_now` counts the job in `exempt`, then: if some idle thread has not been woken
 //!   yet, it pushes the job onto `now` and wakes one; else it starts a thread that runs the
 //!   job first. If the pool is shut down or the system refuses the thread, it drops the job
 //!   unrun and says so.
 //! - A thread that ends (its keep-alive ran out, or the shutdown) moves its handle from
 //!   `running` to `last_ended` and joins the one it replaces. A shutdown that saw every
-//!   thread end joins `last_ended`, and with it, one after the other, all the threads.
+//!   thread end joins `last_ended`, and with it, one after the other, all the threads; but
+//!   not on a thread that has ended (a runtime dropped by one of its thread-locals), which
+//!   could be joining itself, or one that joins it.
+//! - A shutdown on one of the pool's threads waits for the others only, and not at all from
+//!   a queued job (a `spawn_blocking` closure), which another closure may be waiting for.
 //! - After shutdown, a thread cancels the jobs it takes from the queue instead of running
 //!   them, as tokio cancels the `spawn_blocking` closures no thread has started; `spawn`
 //!   cancels its job instead of queuing it. The threads cancel, not `shutdown`: a cancelled
@@ -83,6 +89,20 @@ thread_local_const! {
     /// stops counting among the pool's threads, or 0: a shutdown that runs on one of the pool's
     /// own threads waits for the others only.
     static POOL_OF_THIS_THREAD: Cell<usize> = Cell::new(0);
+}
+
+thread_local_const! {
+    /// The address of the pool whose queued job (a `spawn_blocking` closure, or its cancel)
+    /// this thread is running, or 0: a shutdown there does not wait for the pool, since
+    /// another of its closures may be waiting for this one.
+    static CLOSURE_OF_POOL: Cell<usize> = Cell::new(0);
+}
+
+thread_local_const! {
+    /// The address of the pool this thread belonged to and has left, its thread-locals now
+    /// being dropped, or 0: a shutdown there must not join the thread that ended last (this
+    /// one, or one joining this one).
+    static ENDED_IN_POOL: Cell<usize> = Cell::new(0);
 }
 
 /// Work the pool runs on one of its threads.
@@ -172,8 +192,8 @@ impl<J: Job> BlockingPool<J> {
     /// first. With a thread left, the job waits for it instead, as behind the cap.
     #[track_caller]
     pub(crate) fn spawn(pool: &Arc<Self>, job: J) {
-        Self::spawn_with(pool, job, |pool, runtime| {
-            pool.hooks.blocking_builder().spawn(move || {
+        Self::spawn_with(pool, job, |builder, pool, runtime| {
+            builder.spawn(move || {
                 let current = runtime.map(context::enter);
                 pool.enter_thread();
                 pool.hooks.start();
@@ -197,8 +217,8 @@ impl<J: Job> BlockingPool<J> {
         job: NowJob,
         runtime: Option<Handle>,
     ) -> io::Result<()> {
-        Self::spawn_now_with(pool, job, |pool, job| {
-            pool.hooks.blocking_builder().spawn(move || {
+        Self::spawn_now_with(pool, job, |builder, pool, job| {
+            builder.spawn(move || {
                 let current = runtime.map(context::enter);
                 pool.enter_thread();
                 pool.hooks.start();
@@ -208,30 +228,43 @@ impl<J: Job> BlockingPool<J> {
     }
 
     /// [`spawn_now`](Self::spawn_now), starting a thread (which must call `run` with the
-    /// job) with `start`.
+    /// job) with `start`, given a builder for it.
     fn spawn_now_with(
         pool: &Arc<Self>,
         job: NowJob,
-        start: impl FnOnce(Arc<Self>, NowJob) -> io::Result<thread::JoinHandle<()>>,
+        start: impl FnOnce(thread::Builder, Arc<Self>, NowJob) -> io::Result<thread::JoinHandle<()>>,
     ) -> io::Result<()> {
         let mut state = pool.state.lock();
         if state.shutdown {
             return Err(io::Error::other("the blocking pool is shut down"));
         }
+        state.exempt += 1;
         if state.idle > state.notified {
-            state.exempt += 1;
             state.now.push_back(job);
             state.notified += 1;
             drop(state);
             pool.condvar.notify_one();
             return Ok(());
         }
-        // Started under the lock, as in `spawn_with`.
-        let thread = start(pool.clone(), job)?;
-        state.exempt += 1;
         state.threads += 1;
-        state.running.push(thread);
-        Ok(())
+        drop(state);
+        let builder = pool.hooks.blocking_builder();
+        // Started under the lock, as in `spawn_with`.
+        let mut state = pool.state.lock();
+        match start(builder, pool.clone(), job) {
+            Ok(thread) => {
+                state.running.push(thread);
+                Ok(())
+            }
+            Err(error) => {
+                state.threads -= 1;
+                state.exempt -= 1;
+                drop(state);
+                // A shutdown may be waiting for the thread that never started.
+                pool.condvar.notify_all();
+                Err(error)
+            }
+        }
     }
 
     /// [`spawn`](Self::spawn), starting a thread (which must call `run`, in the job's
@@ -240,7 +273,11 @@ impl<J: Job> BlockingPool<J> {
     fn spawn_with(
         pool: &Arc<Self>,
         job: J,
-        start: impl FnOnce(Arc<Self>, Option<Handle>) -> io::Result<thread::JoinHandle<()>>,
+        start: impl FnOnce(
+            thread::Builder,
+            Arc<Self>,
+            Option<Handle>,
+        ) -> io::Result<thread::JoinHandle<()>>,
     ) {
         let mut state = pool.state.lock();
         if state.shutdown {
@@ -259,17 +296,24 @@ impl<J: Job> BlockingPool<J> {
         if state.threads - state.exempt >= pool.max_threads {
             return;
         }
+        state.threads += 1;
         let runtime = state.queue.back().and_then(J::runtime);
+        drop(state);
+        // The name first, outside the lock: the builder's name callback may do anything.
+        let builder = pool.hooks.blocking_builder();
         // Started under the lock, so that its handle is in `running` before it can take the
         // lock and end (tokio, too, starts its blocking threads under its pool's lock).
-        let error = match start(pool.clone(), runtime) {
+        let mut state = pool.state.lock();
+        let error = match start(builder, pool.clone(), runtime) {
             Ok(thread) => {
-                state.threads += 1;
                 state.running.push(thread);
                 return;
             }
             Err(error) => error,
         };
+        state.threads -= 1;
+        // A shutdown may be waiting for the thread that never started.
+        pool.condvar.notify_all();
         if state.threads > state.exempt {
             // A live thread that takes queued jobs (not one running a worker handed off by
             // `block_in_place`, which runs until shutdown) looks at the queue before it waits
@@ -294,6 +338,11 @@ impl<J: Job> BlockingPool<J> {
     /// Whether this thread is one of the pool's, still counted among its threads.
     pub(crate) fn is_own_thread(&self) -> bool {
         POOL_OF_THIS_THREAD.with(Cell::get) == self.address()
+    }
+
+    /// Whether this thread is running one of the pool's queued jobs.
+    pub(crate) fn runs_own_closure(&self) -> bool {
+        CLOSURE_OF_POOL.with(Cell::get) == self.address()
     }
 
     /// Marks this new thread as one of the pool's, before its start callback: a runtime
@@ -325,7 +374,12 @@ impl<J: Job> BlockingPool<J> {
                 }
             };
         }
-        // Each thread joined the one that ended before it, so joining the last joins all.
+        // Each thread joined the one that ended before it, so joining the last joins all;
+        // but not from a thread of the pool that has ended, whose thread-local's destructor
+        // is shutting the runtime down: the last may be this thread, or one joining it.
+        if ENDED_IN_POOL.with(Cell::get) == self.address() {
+            return true;
+        }
         let last = state.last_ended.take();
         drop(state);
         match last {
@@ -374,11 +428,13 @@ impl<J: Job> BlockingPool<J> {
             if let Some(job) = state.queue.pop_front() {
                 let shutdown = state.shutdown;
                 drop(state);
+                CLOSURE_OF_POOL.with(|pool| pool.set(self.address()));
                 if shutdown {
                     job.cancel();
                 } else {
                     job.run();
                 }
+                CLOSURE_OF_POOL.with(|pool| pool.set(0));
                 state = self.state.lock();
                 idle_until = None;
                 continue;
@@ -412,6 +468,7 @@ impl<J: Job> BlockingPool<J> {
         let mut state = self.state.lock();
         state.exiting -= 1;
         POOL_OF_THIS_THREAD.with(|pool| pool.set(0));
+        ENDED_IN_POOL.with(|pool| pool.set(self.address()));
         // This thread's handle becomes the last ended one; the one before it is joined here,
         // so that a shutdown that joins the last one has joined them all.
         let me = thread::current().id();
@@ -476,6 +533,7 @@ mod tests {
 
     /// A start the system refuses.
     fn refuse(
+        _builder: thread::Builder,
         _pool: Arc<BlockingPool<Run>>,
         _runtime: Option<Handle>,
     ) -> io::Result<thread::JoinHandle<()>> {
@@ -708,7 +766,7 @@ mod tests {
                 ran.fetch_add(1, Ordering::SeqCst);
             })
         };
-        let refused = BlockingPool::spawn_now_with(&pool, job(&ran), |_, _| {
+        let refused = BlockingPool::spawn_now_with(&pool, job(&ran), |_, _, _| {
             Err(io::Error::other("refused for the test"))
         });
         assert!(refused.is_err());
