@@ -193,12 +193,7 @@ impl<J: Job> BlockingPool<J> {
     #[track_caller]
     pub(crate) fn spawn(pool: &Arc<Self>, job: J) {
         Self::spawn_with(pool, job, |builder, pool, runtime| {
-            builder.spawn(move || {
-                let current = runtime.map(context::enter);
-                pool.enter_thread();
-                pool.hooks.start();
-                pool.run(None, current);
-            })
+            Self::start_thread(builder, pool, runtime, None)
         });
     }
 
@@ -218,12 +213,23 @@ impl<J: Job> BlockingPool<J> {
         runtime: Option<Handle>,
     ) -> io::Result<()> {
         Self::spawn_now_with(pool, job, |builder, pool, job| {
-            builder.spawn(move || {
-                let current = runtime.map(context::enter);
-                pool.enter_thread();
-                pool.hooks.start();
-                pool.run(Some(job), current);
-            })
+            Self::start_thread(builder, pool, runtime, Some(job))
+        })
+    }
+
+    /// Starts one of the pool's threads with `builder`: in `runtime`, from before its start
+    /// callback to after its stop callback, it runs `first`, then queued jobs.
+    fn start_thread(
+        builder: thread::Builder,
+        pool: Arc<Self>,
+        runtime: Option<Handle>,
+        first: Option<NowJob>,
+    ) -> io::Result<thread::JoinHandle<()>> {
+        builder.spawn(move || {
+            let current = runtime.map(context::enter);
+            pool.enter_thread();
+            pool.hooks.start();
+            pool.run(first, current);
         })
     }
 
