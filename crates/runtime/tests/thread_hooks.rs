@@ -23,6 +23,15 @@ use support::{wait_until, within};
 /// Names of the threads that ran a callback, in order.
 type Log = Arc<Mutex<Vec<String>>>;
 
+/// Drops the runtime in `slot`, if it is still there, and counts the drop.
+fn drop_held(slot: &Mutex<Option<escapement::Runtime>>, dropped: &AtomicUsize) {
+    let runtime = slot.lock().unwrap().take();
+    if let Some(runtime) = runtime {
+        drop(runtime);
+        dropped.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 fn current_name() -> String {
     thread::current().name().unwrap_or("?").to_owned()
 }
@@ -93,11 +102,7 @@ fn a_runtime_dropped_in_the_stop_callback_of_a_worker_thread_returns() {
         let rt = escapement::Builder::new()
             .worker_threads(1)
             .on_thread_stop(move || {
-                let runtime = in_callback.lock().unwrap().take();
-                if let Some(runtime) = runtime {
-                    drop(runtime);
-                    counted.fetch_add(1, Ordering::SeqCst);
-                }
+                drop_held(&in_callback, &counted);
             })
             .build()
             .expect("a runtime");
@@ -165,11 +170,7 @@ fn a_runtime_dropped_in_the_start_callback_of_a_blocking_thread_returns() {
                 if current_name() != "dropper-blocking" {
                     return;
                 }
-                let runtime = in_callback.lock().unwrap().take();
-                if let Some(runtime) = runtime {
-                    drop(runtime);
-                    counted.fetch_add(1, Ordering::SeqCst);
-                }
+                drop_held(&in_callback, &counted);
             })
             .build()
             .expect("a runtime");
