@@ -33,7 +33,7 @@ usage: cargo run --release --example storm -- [options]
 
 options:
   --tasks N         tasks to spawn (default 1000000)
-  --resolution R    timer tick: 1ms, 100us, 250µs, or a number of µs (default 1ms, min 10us)
+  --resolution R    timer tick: 1ms, 100us, 250µs, or a number of µs (default 1ms, from 10us to 1s)
   --workers N       worker threads (default: one per CPU)
   -h, --help        print this text";
 
@@ -330,7 +330,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Config>, 
     Ok(Some(config))
 }
 
-/// `1ms`, `100us`, `250µs`, `2s` or a bare number of µs; at least the runtime's 10 µs.
+/// `1ms`, `100us`, `250µs`, `1s` or a bare number of µs; from the runtime's 10 µs to its 1 s.
 fn parse_duration(text: &str) -> Result<Duration, String> {
     let digits = text.trim_end_matches(|c: char| !c.is_ascii_digit());
     let n: u64 = digits
@@ -342,9 +342,12 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         "s" => Duration::from_secs(n),
         _ => return Err(format!("bad unit in {text:?}: use us, µs, ms or s")),
     };
-    (duration >= Duration::from_micros(10))
+    (Duration::from_micros(10)..=Duration::from_secs(1))
+        .contains(&duration)
         .then_some(duration)
-        .ok_or(format!("resolution {text} is below the runtime's 10 µs"))
+        .ok_or(format!(
+            "resolution {text} is outside the runtime's 10 µs to 1 s"
+        ))
 }
 
 /// CPU time (user + sys) and peak resident memory in KiB, from `getrusage`.

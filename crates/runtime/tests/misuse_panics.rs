@@ -213,6 +213,12 @@ fn a_zero_global_queue_interval() {
 }
 
 #[test]
+#[should_panic(expected = "event_interval must be greater than 0")]
+fn a_zero_event_interval() {
+    let _ = escapement::Builder::new().event_interval(0);
+}
+
+#[test]
 #[should_panic(expected = "a runtime's name must not be empty")]
 fn a_blank_runtime_name() {
     let _ = escapement::Builder::new().name(" \t");
@@ -309,6 +315,10 @@ fn panics_are_reported_at_the_caller() {
     panics_here("at least one worker", || _ = builder.worker_threads(0));
     panics_here("must not be empty", || _ = builder.name(""));
     panics_here("greater than 0", || _ = builder.global_queue_interval(0));
+    panics_here("greater than 0", || _ = builder.event_interval(0));
+    panics_here("at most 1 s", || {
+        _ = builder.timer_resolution(Duration::MAX)
+    });
 
     let rt = running(1);
     let _guard = rt.enter();

@@ -107,6 +107,16 @@ fn a_resolution_below_ten_microseconds_panics() {
     Builder::new().timer_resolution(Duration::from_micros(9));
 }
 
+/// A tick of `Duration::MAX` would round every deadline up to centuries ahead; the builder
+/// refuses any tick above a second, and takes a second itself.
+#[test]
+#[should_panic(expected = "timer_resolution must be at most 1 s")]
+fn a_resolution_above_a_second_panics() {
+    let mut builder = Builder::new();
+    builder.timer_resolution(Duration::from_secs(1));
+    builder.timer_resolution(Duration::MAX);
+}
+
 #[test]
 fn a_reset_to_a_later_deadline_keeps_the_rounding() {
     let rt = runtime(Duration::from_micros(100), true);

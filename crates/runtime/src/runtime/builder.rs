@@ -21,6 +21,10 @@ const DEFAULT_TICK: Duration = Duration::from_millis(1);
 /// The finest timer tick a runtime accepts.
 const MIN_TICK: Duration = Duration::from_micros(10);
 
+/// The coarsest timer tick: a tick longer than a second would delay every timer by up to
+/// that much, and one near `Duration::MAX` would fire none in a lifetime.
+const MAX_TICK: Duration = Duration::from_secs(1);
+
 /// The default cap on `spawn_blocking` threads.
 const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
 
@@ -351,12 +355,17 @@ impl Builder {
         self
     }
 
-    /// Does nothing, whatever the interval: tokio's workers look for timers and I/O events
+    /// Does nothing with a valid interval: tokio's workers look for timers and I/O events
     /// every `interval` turns; escapement's worker 0 fires due timers at the top of every
     /// turn, and there is no I/O driver. Named as tokio's, so that a builder chain ports by
     /// changing the import.
+    ///
+    /// # Panics
+    ///
+    /// If `interval` is zero, as tokio's does.
+    #[track_caller]
     pub fn event_interval(&mut self, interval: u32) -> &mut Builder {
-        let _ = interval;
+        assert!(interval > 0, "event_interval must be greater than 0");
         self
     }
 
@@ -399,7 +408,7 @@ impl Builder {
     }
 
     /// The timer tick: timers fire at or after their deadline rounded up to a whole tick.
-    /// Default 1 ms; the finest is 10 µs.
+    /// Default 1 ms; the finest is 10 µs, the coarsest 1 s.
     ///
     /// On Linux worker 0 sleeps on a `timerfd` armed for the exact next tick, so a finer tick
     /// gives proportionally finer timers. Below 1 ms it asks to be woken half a tick early (at
@@ -426,12 +435,16 @@ impl Builder {
     ///
     /// # Panics
     ///
-    /// If `resolution` is below 10 µs.
+    /// If `resolution` is below 10 µs or above 1 s.
     #[track_caller]
     pub fn timer_resolution(&mut self, resolution: Duration) -> &mut Builder {
         assert!(
             resolution >= MIN_TICK,
             "timer_resolution must be at least 10 µs, got {resolution:?}"
+        );
+        assert!(
+            resolution <= MAX_TICK,
+            "timer_resolution must be at most 1 s, got {resolution:?}"
         );
         self.timer_resolution = resolution;
         self
