@@ -4,7 +4,8 @@
 //! aborting from another thread and twice; the aborted future is dropped; a panic in the
 //! drop of an aborted future, or of one that finished, becomes a panic `JoinError` (the
 //! finished one's output is dropped); an output dropped with a panic whose payload panics
-//! again as it drops leaves the worker alive. (Aborting a task that holds an armed timer is
+//! again as it drops leaves the worker alive; a future whose poll panics is dropped while
+//! the panic unwinds (a lock it holds is poisoned). (Aborting a task that holds an armed timer is
 //! `task_drop_in_place.rs`.)
 
 mod support;
@@ -12,7 +13,7 @@ mod support;
 use std::future::{pending, Future};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -41,6 +42,67 @@ fn a_panicking_task_does_not_kill_its_worker() {
                 .expect("sleeps");
         });
     }
+}
+
+/// Panics in its poll; records whether a panic was unwinding when it was dropped.
+struct PanicsInPoll(Arc<AtomicBool>);
+
+impl Future for PanicsInPoll {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        panic!("in the poll");
+    }
+}
+
+impl Drop for PanicsInPoll {
+    fn drop(&mut self) {
+        self.0.store(std::thread::panicking(), Ordering::SeqCst);
+    }
+}
+
+/// A task whose poll panics is dropped while the panic unwinds, as tokio's is, on both
+/// flavors: its destructors see `thread::panicking()`.
+#[test]
+fn a_future_whose_poll_panics_is_dropped_while_the_panic_unwinds() {
+    let current = escapement::Builder::new_current_thread().build().unwrap();
+    for (flavor, rt) in [running(2), current].into_iter().enumerate() {
+        let unwinding = Arc::new(AtomicBool::new(false));
+        let task = rt.spawn(PanicsInPoll(unwinding.clone()));
+        let error = rt.block_on(task).expect_err("the task panicked");
+        assert!(error.is_panic());
+        assert!(unwinding.load(Ordering::SeqCst), "flavor {flavor}");
+    }
+}
+
+/// Holds a lock in its state and writes a half-finished value through it before its poll
+/// panics (a hand-written future: an `async` block drops its own locals as a panic leaves
+/// its poll).
+struct PanicsMidUpdate(MutexGuard<'static, i32>);
+
+impl Future for PanicsMidUpdate {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        *self.0 = -1;
+        panic!("in the middle of an update");
+    }
+}
+
+/// So a lock held in the future's state is poisoned, and nobody reads the value it left
+/// half-updated unawares (a local task, as a std guard is not `Send`).
+#[test]
+fn a_lock_held_by_a_task_whose_poll_panics_is_poisoned() {
+    static LOCK: Mutex<i32> = Mutex::new(0);
+    let rt = running(1);
+    let local = escapement::task::LocalSet::new();
+    let error = local
+        .block_on(&rt, async {
+            escapement::task::spawn_local(PanicsMidUpdate(LOCK.lock().unwrap())).await
+        })
+        .expect_err("the task panicked");
+    assert!(error.is_panic());
+    assert!(LOCK.is_poisoned());
 }
 
 #[test]

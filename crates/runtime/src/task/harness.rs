@@ -163,9 +163,31 @@ where
 
     /// [`poll_future`](Self::poll_future)'s work, run with the task's id set.
     fn poll_future_as_task(&self, cx: &mut Context<'_>) -> Poll<()> {
+        /// Drops the future in place if its poll unwinds, while the panic is still in flight,
+        /// as tokio does: a `MutexGuard` in the future's state poisons its mutex, and
+        /// `thread::panicking()` is true in its destructors. A destructor that panics there
+        /// too aborts the process, as any panic while unwinding does.
+        struct DropOnUnwind<'a, F, S>(&'a Harness<F, S>)
+        where
+            F: Future + Send + 'static,
+            F::Output: 'static,
+            S: Schedule;
+
+        impl<F, S> Drop for DropOnUnwind<'_, F, S>
+        where
+            F: Future + Send + 'static,
+            F::Output: 'static,
+            S: Schedule,
+        {
+            fn drop(&mut self) {
+                self.0.drop_stage_unguarded();
+            }
+        }
+
         let stage = &self.cell().stage;
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
-            stage.with_mut(|stage| {
+            let on_unwind = DropOnUnwind(self);
+            let poll = stage.with_mut(|stage| {
                 // SAFETY: this thread set `RUNNING`, so it alone touches the stage.
                 let Stage::Running(future) = (unsafe { &mut *stage }) else {
                     unreachable!("a task is polled only while its future is there");
@@ -174,7 +196,9 @@ where
                 // (it is dropped in place), so pinning it there is sound.
                 let future = unsafe { Pin::new_unchecked(future) };
                 super::coop::budget(|| future.poll(cx))
-            })
+            });
+            mem::forget(on_unwind);
+            poll
         }));
         match result {
             Ok(Poll::Pending) => Poll::Pending,
@@ -192,7 +216,7 @@ where
                 Poll::Ready(())
             }
             Err(panic) => {
-                self.drop_stage();
+                // The future is gone already, dropped as the panic unwound.
                 self.store_output(Err(JoinError::panic(self.cell().header.id, panic)));
                 Poll::Ready(())
             }
