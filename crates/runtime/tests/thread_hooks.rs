@@ -180,10 +180,9 @@ fn a_runtime_dropped_in_the_start_callback_of_a_blocking_thread_returns() {
         wait_until("the runtime dropped in the start callback", || {
             dropped.load(Ordering::SeqCst) == 1
         });
-        // The closure, queued when the runtime shut down, was cancelled.
-        assert!(futures::executor::block_on(closure)
-            .unwrap_err()
-            .is_cancelled());
+        // The closure, queued when the runtime shut down, still ran, on the thread whose
+        // callback dropped the runtime.
+        futures::executor::block_on(closure).expect("the queued closure ran");
     });
 }
 

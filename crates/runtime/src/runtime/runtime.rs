@@ -132,8 +132,9 @@ impl Runtime {
     ///
     /// Every task is cancelled (its future dropped, by the workers as they leave, so a slow
     /// destructor delays a worker rather than this call) and every pending timer of the
-    /// runtime is woken, never to fire. Blocking closures that have started run to the end;
-    /// those still queued, and those passed after the shutdown, are cancelled, as tokio's.
+    /// runtime is woken, never to fire. Blocking closures that have started run to the end,
+    /// and so do those still queued, as tokio's; those passed after the shutdown are
+    /// cancelled.
     ///
     /// Called from async code (a task of any runtime, a future in any `block_on`) or from
     /// one of the runtime's own blocking closures, it does not wait for the blocking
@@ -192,9 +193,9 @@ impl Runtime {
         }
         shared.drain_injector();
         shared.driver.shutdown();
-        // Idle blocking threads exit now, busy ones once their closure returns; the queued
-        // closures are cancelled, those a future's drop passed to `spawn_blocking` just above
-        // among them.
+        // Idle blocking threads exit now, busy ones once their closure returns and the queue
+        // is empty; the queued closures run, those a future's drop passed to
+        // `spawn_blocking` just above among them.
         shared.blocking.shutdown();
         // Not from async code or one of the closures: a closure may be waiting for the very
         // future or closure that is dropping the runtime. The closure of `block_in_place`

@@ -27,12 +27,13 @@ use crate::JoinHandle;
 ///
 /// A closure cannot be stopped once it has started: neither
 /// [`JoinHandle::abort`](crate::JoinHandle::abort) nor the runtime's shutdown stops it, and
-/// awaiting its handle afterwards still gives the result. Dropping the runtime waits for the
-/// closures that have started ([`Runtime::shutdown_timeout`](crate::Runtime::shutdown_timeout)
-/// up to its timeout; neither waits in async code or in one of these closures), then the
-/// threads exit. A closure that has not started, still queued when the runtime shuts down or
-/// aborted before a thread takes it, or passed after the shutdown, never runs: it is dropped,
-/// and its handle gives a cancelled [`JoinError`](crate::JoinError), as with tokio.
+/// awaiting its handle afterwards still gives the result. A closure still queued when the
+/// runtime shuts down runs all the same, as tokio's do. Dropping the runtime waits for the
+/// closures that have started or are queued
+/// ([`Runtime::shutdown_timeout`](crate::Runtime::shutdown_timeout) up to its timeout; neither
+/// waits in async code or in one of these closures), then the threads exit. A closure
+/// aborted before a thread takes it, or passed after the shutdown, never runs: it is
+/// dropped, and its handle gives a cancelled [`JoinError`](crate::JoinError), as with tokio.
 ///
 /// # Examples
 ///

@@ -23,7 +23,7 @@
 //! | `exempt`     | jobs from `spawn_now` not yet finished, outside the cap                     |
 //! | `idle`       | threads waiting on the condvar                                              |
 //! | `notified`   | idle threads already woken for a job, not yet back under the lock           |
-//! | `shutdown`   | the runtime shut down: idle threads exit, queued and new jobs are cancelled |
+//! | `shutdown`   | the runtime shut down: threads exit once the queue is empty, new jobs are cancelled |
 //! | `running`    | the join handles of the threads not yet at their end                        |
 //! | `last_ended` | the join handle of the thread that ended last                               |
 //!
@@ -51,11 +51,10 @@
 //!   could be joining itself, or one that joins it.
 //! - A shutdown on one of the pool's threads waits for the others only, and not at all from
 //!   a queued job (a `spawn_blocking` closure), which another closure may be waiting for.
-//! - After shutdown, a thread cancels the jobs it takes from the queue instead of running
-//!   them, as tokio cancels the `spawn_blocking` closures no thread has started; `spawn`
-//!   cancels its job instead of queuing it. The threads cancel, not `shutdown`: a cancelled
-//!   job drops its closure, which may take long, and only the threads are waited for within
-//!   a shutdown's timeout.
+//! - A job queued before the shutdown still runs: the threads take the queue until it is
+//!   empty before they look at `shutdown`, as tokio's do, so a closure passed just before a
+//!   runtime is dropped is not lost, and the shutdown waits for it as for a running one (up
+//!   to its timeout). After shutdown `spawn` cancels its job instead of queuing it.
 //! - A thread takes jobs from `now`, then from the queue, until both are empty, running each
 //!   without the lock. Once a `now` job returns, the thread takes it out of `exempt` and
 //!   counts against the cap again; if the other threads already fill the cap, it exits, so
@@ -92,8 +91,8 @@ thread_local_const! {
 }
 
 thread_local_const! {
-    /// The address of the pool whose queued job (a `spawn_blocking` closure, or its cancel)
-    /// this thread is running, or 0: a shutdown there does not wait for the pool, since
+    /// The address of the pool whose queued job (a `spawn_blocking` closure) this thread is
+    /// running, or 0: a shutdown there does not wait for the pool, since
     /// another of its closures may be waiting for this one.
     static CLOSURE_OF_POOL: Cell<usize> = Cell::new(0);
 }
@@ -333,9 +332,8 @@ impl<J: Job> BlockingPool<J> {
         panic!("failed to spawn a thread for spawn_blocking: {error}");
     }
 
-    /// From now on the threads cancel the queued jobs instead of running them, and `spawn`
-    /// cancels its job; idle threads exit once the queue is empty, busy ones once their job
-    /// returns and the queue is empty.
+    /// From now on `spawn` cancels its job; the threads still run the jobs queued before,
+    /// then exit once the queue is empty: idle ones at once, busy ones once their job returns.
     pub(crate) fn shutdown(&self) {
         self.state.lock().shutdown = true;
         self.condvar.notify_all();
@@ -358,7 +356,7 @@ impl<J: Job> BlockingPool<J> {
     }
 
     /// After [`shutdown`](Self::shutdown): waits until every thread has exited, so every
-    /// job that had started has returned and every queued one is cancelled, or until
+    /// job that had started or was queued has returned, or until
     /// `deadline`; returns whether they all did. On one of the pool's own threads (a runtime
     /// dropped in `block_in_place`'s closure there, or in a callback), every other thread.
     ///
@@ -432,14 +430,9 @@ impl<J: Job> BlockingPool<J> {
                 continue;
             }
             if let Some(job) = state.queue.pop_front() {
-                let shutdown = state.shutdown;
                 drop(state);
                 CLOSURE_OF_POOL.with(|pool| pool.set(self.address()));
-                if shutdown {
-                    job.cancel();
-                } else {
-                    job.run();
-                }
+                job.run();
                 CLOSURE_OF_POOL.with(|pool| pool.set(0));
                 state = self.state.lock();
                 idle_until = None;
@@ -560,7 +553,7 @@ mod tests {
     }
 
     #[test]
-    fn shutdown_cancels_the_queued_jobs_and_waits_for_the_running_one() {
+    fn shutdown_runs_the_queued_jobs_and_waits_for_them_and_the_running_one() {
         let pool = Arc::new(BlockingPool::new(1, Duration::MAX));
         let (started, running) = std::sync::mpsc::channel();
         let (release, gate) = std::sync::mpsc::channel::<()>();
@@ -575,28 +568,36 @@ mod tests {
             }),
         );
         // The cap: the second job queues behind the first.
-        let cancelled = Arc::new(AtomicUsize::new(0));
-        let second = cancelled.clone();
+        let second = ran.clone();
         BlockingPool::spawn(
             &pool,
-            Run {
-                run: Box::new(|| panic!("a job queued at the shutdown ran")),
-                cancel: Box::new(move || {
-                    second.fetch_add(1, Ordering::SeqCst);
-                }),
-            },
+            run(move || {
+                second.fetch_add(10, Ordering::SeqCst);
+            }),
         );
         running.recv().unwrap();
         pool.shutdown();
-        // The busy thread cancels it once its job returns; until then the shutdown's wait
-        // times out.
+        // The busy thread runs it once its job returns; until then the shutdown's wait times
+        // out.
         assert!(!pool.wait_for_exit(Some(Instant::now() + Duration::from_millis(10))));
-        assert_eq!(cancelled.load(Ordering::SeqCst), 0);
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
         release.send(()).unwrap();
         assert!(pool.wait_for_exit(None));
-        assert_eq!(ran.load(Ordering::SeqCst), 1);
-        assert_eq!(cancelled.load(Ordering::SeqCst), 1);
+        assert_eq!(ran.load(Ordering::SeqCst), 11);
         assert_eq!(pool.threads(), 0);
+        // A job spawned after the shutdown is cancelled at once.
+        let cancelled = Arc::new(AtomicUsize::new(0));
+        let third = cancelled.clone();
+        BlockingPool::spawn(
+            &pool,
+            Run {
+                run: Box::new(|| panic!("a job spawned after the shutdown ran")),
+                cancel: Box::new(move || {
+                    third.fetch_add(1, Ordering::SeqCst);
+                }),
+            },
+        );
+        assert_eq!(cancelled.load(Ordering::SeqCst), 1);
     }
 
     #[test]
