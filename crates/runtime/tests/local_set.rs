@@ -7,7 +7,8 @@
 //! futures there and cancels their join handles, even when one of those destructors panics,
 //! and so does a thread that exits with the set in a thread-local; a waker that outlives the
 //! set does nothing, and a guard that outlives it spawns tasks that are cancelled at once; a
-//! task that aborts itself is cancelled; driving a set from inside its own task panics there;
+//! task that aborts itself is cancelled; driving a set from inside its own task panics there,
+//! and leaves the set's driver its waker; a yielding local task lets the set's caller run;
 //! `spawn_local` outside a set panics; an output that is not `Send` comes back through the
 //! join handle, or is dropped on the set's thread when nobody reads it.
 
@@ -491,6 +492,77 @@ fn driving_a_set_from_inside_one_of_its_own_tasks_panics_in_that_task() {
         local.block_on(&rt, async { task::spawn_local(async { 2 }).await.unwrap() }),
         2
     );
+}
+
+/// The check comes before the set takes the caller's waker, and before `run_until` polls
+/// its future: a future ready at once panics too, and the set's real driver, left with its
+/// own waker, is still woken by the set's other tasks (it slept for good before, as the
+/// inner call had put its own task's waker in its place). On both flavors.
+#[test]
+fn a_set_driven_from_its_own_task_keeps_its_drivers_waker() {
+    for current_thread in [true, false] {
+        let value = within(HANG, move || {
+            let rt = if current_thread {
+                escapement::Builder::new_current_thread().build()
+            } else {
+                escapement::Builder::new().worker_threads(1).build()
+            }
+            .expect("a runtime");
+            let local = Rc::new(LocalSet::new());
+            let (ready, waiting) = (local.clone(), local.clone());
+            let at_once = local.spawn_local(async move { ready.run_until(async {}).await });
+            let pending =
+                local.spawn_local(async move { waiting.run_until(pending::<()>()).await });
+            let later = local.spawn_local(async {
+                sleep(Duration::from_millis(20)).await;
+                7
+            });
+            local.block_on(&rt, async move {
+                for nested in [at_once, pending] {
+                    assert!(
+                        nested.await.unwrap_err().is_panic(),
+                        "the nested drive panics"
+                    );
+                }
+                later.await.unwrap()
+            })
+        });
+        assert_eq!(value, 7, "current-thread: {current_thread}");
+    }
+}
+
+/// A local task that yields lets the set's caller run before it runs again, as on tokio: a
+/// task spinning on `yield_now` until `run_until`'s future sets a flag spins a few turns,
+/// not a whole batch of the set's tasks per turn.
+#[test]
+fn a_yielding_local_task_lets_the_sets_caller_run() {
+    for current_thread in [true, false] {
+        let rt = if current_thread {
+            escapement::Builder::new_current_thread().build()
+        } else {
+            escapement::Builder::new().worker_threads(1).build()
+        }
+        .expect("a runtime");
+        let local = LocalSet::new();
+        let (flag, spins) = (Rc::new(Cell::new(false)), Rc::new(Cell::new(0)));
+        let (seen, counted) = (flag.clone(), spins.clone());
+        local.spawn_local(async move {
+            while !seen.get() {
+                counted.set(counted.get() + 1);
+                task::yield_now().await;
+            }
+        });
+        local.block_on(&rt, async {
+            task::yield_now().await;
+            task::yield_now().await;
+            flag.set(true);
+        });
+        assert!(
+            spins.get() <= 4,
+            "current-thread: {current_thread}, {} spins",
+            spins.get()
+        );
+    }
 }
 
 #[test]

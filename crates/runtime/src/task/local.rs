@@ -46,13 +46,16 @@ use std::mem;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use super::coop;
 use super::list::OwnedTasks;
 use super::{Notified, Schedule, Task};
 use crate::loom::{thread_local_const, Arc, Mutex};
 use crate::sync::AtomicWaker;
 use crate::{JoinHandle, Runtime};
 
-/// Tasks a set runs in one poll before it lets its caller run again.
+/// Tasks a set runs in one poll before it lets its caller run again; a task that yields
+/// (`yield_now`, or a spent budget) ends the turn sooner, so that the caller's future and
+/// the runtime's other tasks run before it runs again, as on tokio.
 const TASKS_PER_POLL: usize = 64;
 
 thread_local_const! {
@@ -337,13 +340,19 @@ impl LocalSet {
         rt.block_on(self.run_until(future))
     }
 
-    /// Runs up to [`TASKS_PER_POLL`] tasks from the queue; returns whether tasks are left.
-    ///
-    /// # Panics
-    ///
-    /// If called from inside one of those tasks: the set would be driven by two callers,
-    /// and its one driver's waker would leave one of them asleep.
-    #[track_caller]
+    /// Panics if called from inside one of the set's tasks: the set would be driven by two
+    /// callers, and its one driver's waker would leave one of them asleep. Called before the
+    /// caller's waker is registered, which would replace the outer driver's.
+    fn assert_not_running(&self) {
+        assert!(
+            !self.running.get(),
+            "a `LocalSet` was driven from inside one of its own tasks"
+        );
+    }
+
+    /// Runs up to [`TASKS_PER_POLL`] tasks from the queue, fewer if one yields; returns
+    /// whether tasks are left. A yield, the task's or one noted before the turn, is passed
+    /// on to the caller's scheduler, as the caller wakes itself to come back.
     fn run_ready(&self) -> bool {
         /// Clears `running` when the turn ends, even by a panic.
         struct Running<'a>(&'a Cell<bool>);
@@ -354,19 +363,27 @@ impl LocalSet {
             }
         }
 
-        assert!(
-            !self.running.replace(true),
-            "a `LocalSet` was driven from inside one of its own tasks"
-        );
+        self.assert_not_running();
+        self.running.set(true);
         let _running = Running(&self.running);
+        let mut yielded = coop::take_yield();
+        let mut left = true;
         for _ in 0..TASKS_PER_POLL {
             let task = self.shared.queue.lock().tasks.pop_front();
-            match task {
-                Some(task) => task.run(),
-                None => return false,
+            let Some(task) = task else {
+                left = false;
+                break;
+            };
+            task.run();
+            if coop::take_yield() {
+                yielded = true;
+                break;
             }
         }
-        !self.shared.queue.lock().tasks.is_empty()
+        if yielded {
+            coop::note_yield();
+        }
+        left && !self.shared.queue.lock().tasks.is_empty()
     }
 }
 
@@ -381,6 +398,7 @@ impl Future for LocalSet {
 
     /// Runs the set's tasks; ready once every task spawned onto it has completed.
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.assert_not_running();
         let _enter = self.enter();
         // Before the queue is looked at, so a task scheduled after the look wakes us.
         self.shared.driver.register(cx.waker());
@@ -464,6 +482,7 @@ impl<F: Future> Future for RunUntil<'_, F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
         let set = *this.set;
+        set.assert_not_running();
         let _enter = set.enter();
         // Before the queue is looked at, as in `LocalSet::poll`.
         set.shared.driver.register(cx.waker());
