@@ -2,13 +2,16 @@
 //! `Runtime`, `Builder`, `Handle`, `RuntimeFlavor` and `RuntimeMetrics`; the flavor a handle
 //! reports; what a `TryCurrentError` says about why there was no runtime; and the task counts
 //! of `RuntimeMetrics` (`num_workers`, `num_alive_tasks`, `global_queue_depth`), which, as
-//! tokio's, reads the runtime each time it is asked; `runtime::Id` and `Handle::id`.
+//! tokio's, reads the runtime each time it is asked; `runtime::Id` and `Handle::id`;
+//! `runtime::worker_index` on each kind of thread.
 
 mod support;
 
 use std::sync::mpsc;
 
-use escapement::runtime::{Builder, Handle, Id, Runtime, RuntimeFlavor, RuntimeMetrics};
+use escapement::runtime::{
+    worker_index, Builder, Handle, Id, Runtime, RuntimeFlavor, RuntimeMetrics,
+};
 
 use support::wait_until;
 
@@ -155,6 +158,51 @@ fn a_metrics_view_reads_the_runtime_when_asked() {
         1,
         "readable after the runtime is gone"
     );
+}
+
+/// As tokio's: a worker thread's index below the worker count, 0 for a current-thread
+/// runtime's `block_on`; `None` on a multi-threaded runtime's `block_on` thread, a blocking
+/// thread, in `block_in_place`'s closure (the worker went elsewhere) and outside runtimes.
+#[test]
+fn worker_index_names_the_worker_on_this_thread() {
+    assert_eq!(worker_index(), None);
+    let rt = Builder::new().worker_threads(2).build().unwrap();
+    let (tasks, outside) = rt.block_on(async {
+        let tasks: Vec<_> = (0..64)
+            .map(|_| escapement::spawn(async { worker_index() }))
+            .collect();
+        let mut seen = Vec::new();
+        for task in tasks {
+            seen.push(task.await.unwrap());
+        }
+        let blocking = escapement::task::spawn_blocking(worker_index)
+            .await
+            .unwrap();
+        let in_place = escapement::spawn(async {
+            let before = worker_index();
+            let inside = escapement::task::block_in_place(worker_index);
+            (before, inside)
+        })
+        .await
+        .unwrap();
+        (seen, (worker_index(), blocking, in_place))
+    });
+    assert!(
+        tasks.iter().all(|index| matches!(index, Some(0 | 1))),
+        "{tasks:?}"
+    );
+    let (in_block_on, blocking, (before, inside)) = outside;
+    assert_eq!((in_block_on, blocking), (None, None));
+    assert!(matches!(before, Some(0 | 1)), "{before:?}");
+    assert_eq!(inside, None);
+
+    let current = Builder::new_current_thread().build().unwrap();
+    let (body, task) = current.block_on(async {
+        let task = escapement::spawn(async { worker_index() });
+        (worker_index(), task.await.unwrap())
+    });
+    assert_eq!((body, task), (Some(0), Some(0)));
+    assert_eq!(worker_index(), None);
 }
 
 #[test]

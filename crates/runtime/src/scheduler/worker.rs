@@ -195,6 +195,20 @@ fn address_of(shared: &Shared) -> usize {
     std::ptr::from_ref(shared).addr()
 }
 
+/// The index of the worker this thread runs, if it runs one (not after handing it off).
+pub(crate) fn current_index() -> Option<usize> {
+    LOCAL
+        .try_with(|local| {
+            local
+                .borrow()
+                .as_ref()
+                .filter(|local| local.queue.is_some())
+                .map(|local| local.index)
+        })
+        .ok()
+        .flatten()
+}
+
 /// Whether this thread runs the worker of a current-thread runtime (in its `block_on`).
 pub(crate) fn is_current_thread_worker() -> bool {
     LOCAL
