@@ -3,9 +3,13 @@
 //! its threads, caps them at `max_blocking_threads`, and lets idle ones go after the
 //! keep-alive. At shutdown the closures still queued run all the same, as tokio's do, and
 //! those passed after it are cancelled; dropping the runtime waits for the running and the
-//! queued ones, `shutdown_timeout` up to its timeout, and the drop joins the pool's threads; from one of its own closures it waits for
-//! none, and from a thread-local of one of its threads, ending, it joins none. An aborted
-//! closure that has not started never does.
+//! queued ones (running queued ones itself, so one waiting for another queued behind it
+//! holds no drop up), `shutdown_timeout` up to its timeout, and the drop joins the pool's
+//! threads; from one of its own closures it waits for none, and from a thread-local of one
+//! of its threads, ending, it joins none. An aborted closure that has not started never
+//! does.
+
+mod support;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -13,6 +17,8 @@ use std::sync::{mpsc, Arc};
 
 use escapement::task::spawn_blocking;
 use escapement::time::{sleep, Duration, Instant};
+
+use support::within;
 
 #[test]
 fn the_closure_runs_off_the_workers_and_returns_its_value() {
@@ -269,6 +275,45 @@ fn a_closure_passed_just_before_the_drop_runs() {
             20,
             "current-thread: {current_thread}"
         );
+    }
+}
+
+/// With the one blocking thread the cap allows busy, a queued closure that waits for a
+/// closure queued behind it deadlocks until the runtime is dropped: the dropping thread
+/// runs the queued closures while it waits, so the drop returns (on both flavors; before,
+/// the queued closures ran only on the pool's thread and the drop hung).
+#[test]
+fn a_queued_closure_waiting_for_one_queued_behind_it_holds_no_drop_up() {
+    for current_thread in [true, false] {
+        within(std::time::Duration::from_secs(30), move || {
+            let rt = if current_thread {
+                escapement::Builder::new_current_thread()
+                    .max_blocking_threads(1)
+                    .build()
+            } else {
+                escapement::Builder::new()
+                    .worker_threads(1)
+                    .max_blocking_threads(1)
+                    .build()
+            }
+            .expect("a runtime");
+            let (release, gate) = mpsc::channel::<()>();
+            let (started, running) = mpsc::channel();
+            let _holds_the_thread = rt.spawn_blocking(move || {
+                started.send(()).unwrap();
+                let _ = gate.recv();
+            });
+            running.recv().expect("the first closure started");
+            let (hand, handed) = mpsc::channel::<escapement::JoinHandle<()>>();
+            let waits = rt.spawn_blocking(move || {
+                let behind = handed.recv().expect("the closure queued behind");
+                futures::executor::block_on(behind).expect("it ran");
+            });
+            hand.send(rt.spawn_blocking(|| ())).unwrap();
+            release.send(()).unwrap();
+            drop(rt);
+            assert!(waits.is_finished(), "current-thread: {current_thread}");
+        });
     }
 }
 

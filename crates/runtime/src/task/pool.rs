@@ -54,7 +54,10 @@
 //! - A job queued before the shutdown still runs: the threads take the queue until it is
 //!   empty before they look at `shutdown`, as tokio's do, so a closure passed just before a
 //!   runtime is dropped is not lost, and the shutdown waits for it as for a running one (up
-//!   to its timeout). After shutdown `spawn` cancels its job instead of queuing it.
+//!   to its timeout). After shutdown `spawn` cancels its job instead of queuing it. A
+//!   thread that waits for the pool with no timeout takes queued jobs too
+//!   ([`run_queued`](BlockingPool::run_queued)), so a job waiting for one queued behind
+//!   it, with the cap reached, does not hold the wait up forever.
 //! - A thread takes jobs from `now`, then from the queue, until both are empty, running each
 //!   without the lock. Once a `now` job returns, the thread takes it out of `exempt` and
 //!   counts against the cap again; if the other threads already fill the cap, it exits, so
@@ -342,6 +345,22 @@ impl<J: Job> BlockingPool<J> {
     /// Whether this thread is one of the pool's, still counted among its threads.
     pub(crate) fn is_own_thread(&self) -> bool {
         POOL_OF_THIS_THREAD.with(Cell::get) == self.address()
+    }
+
+    /// Runs the queued jobs on this thread, one after another, until the queue is empty: a
+    /// thread that is about to wait for the pool after its shutdown lends a hand. Without
+    /// it, a job waiting for another queued behind it, with every thread the cap allows
+    /// busy, would hold the wait up forever (tokio's worker threads, which are blocking
+    /// threads, take the queue as they exit, to the same end).
+    pub(crate) fn run_queued(&self) {
+        loop {
+            let Some(job) = self.state.lock().queue.pop_front() else {
+                return;
+            };
+            CLOSURE_OF_POOL.with(|pool| pool.set(self.address()));
+            job.run();
+            CLOSURE_OF_POOL.with(|pool| pool.set(0));
+        }
     }
 
     /// Whether this thread is running one of the pool's queued jobs.
