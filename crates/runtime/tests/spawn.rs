@@ -2,7 +2,8 @@
 //! `Handle::spawn` from `block_on`, tasks and other threads; tasks spawning tasks; many tasks
 //! on 1 and 4 workers, and thousands live at once leaving the count of live tasks as they
 //! complete; `Handle::current`, `Handle::try_current` and `Handle::enter` (nested
-//! guards restore the previous runtime, guards dropped out of order panic); `task::yield_now`
+//! guards restore the previous runtime, guards dropped out of order panic, or restore nothing
+//! when a panic drops them); `task::yield_now`
 //! letting other tasks run, a task spawned from outside and a current-thread runtime's
 //! `block_on` future before the yielding task's next turn; the names of worker and blocking threads; builder chains written
 //! for tokio (`new_multi_thread`, `enable_all`, `enable_io`, `enable_time`,
@@ -263,6 +264,37 @@ fn enter_guards_dropped_out_of_order_panic() {
     let first_guard = first.enter();
     let _second_guard = second.enter();
     drop(first_guard);
+}
+
+/// Out of order while a panic unwinds (a guard kept in a value that the panic drops), a
+/// guard restores nothing, as tokio's: the context it would bring back is stale, and the
+/// guard made after it stays in force.
+#[test]
+fn an_enter_guard_dropped_out_of_order_by_a_panic_restores_nothing() {
+    let named = |name: &str| {
+        escapement::Builder::new()
+            .worker_threads(1)
+            .thread_name(name)
+            .build()
+            .expect("a runtime")
+    };
+    let (first, second, third) = (named("first"), named("second"), named("third"));
+    let first_guard = first.enter();
+    let stale = second.enter();
+    let third_guard = third.enter();
+    let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let _kept = stale;
+        panic!("dropping the kept guard as it unwinds");
+    }));
+    assert!(unwound.is_err());
+    assert_eq!(
+        current_runtime_name(),
+        "third",
+        "the innermost guard still holds"
+    );
+    // The guards left are out of step now, as tokio's are after the same misuse.
+    std::mem::forget(third_guard);
+    std::mem::forget(first_guard);
 }
 
 /// A task that yields in a loop, counting its turns, until `stop`.

@@ -104,7 +104,13 @@ impl Drop for ContextGuard {
             })
             // The thread is exiting and its locals are gone: nothing to restore.
             .unwrap_or(true);
-        if !innermost && !crate::loom::panicking() {
+        if !innermost {
+            // Dropped by a panic as it unwinds (a guard kept in a future whose poll
+            // panicked): the context it would restore is stale, so it restores nothing and
+            // leaves the guards made after it in place, as tokio's does.
+            if crate::loom::panicking() {
+                return;
+            }
             panic!(
                 "EnterGuard values dropped out of order: a runtime context guard must be \
                  dropped before the guards made ahead of it"
