@@ -565,6 +565,50 @@ fn a_yielding_local_task_lets_the_sets_caller_run() {
     }
 }
 
+/// After a local task yields, the tasks queued ahead of it still run in that turn, then the
+/// set's caller does, then the yielder: the order of tokio's current-thread runtime, on
+/// both flavors (M is a poll of `run_until`'s future).
+#[test]
+fn a_yield_ends_the_sets_turn_once_the_tasks_ahead_have_run() {
+    for current_thread in [true, false] {
+        let rt = if current_thread {
+            escapement::Builder::new_current_thread().build()
+        } else {
+            escapement::Builder::new().worker_threads(1).build()
+        }
+        .expect("a runtime");
+        let local = LocalSet::new();
+        let log = Rc::new(RefCell::new(Vec::new()));
+        let yielder = log.clone();
+        local.spawn_local(async move {
+            yielder.borrow_mut().push("A1");
+            task::yield_now().await;
+            yielder.borrow_mut().push("A2");
+        });
+        for name in ["B", "C"] {
+            let log = log.clone();
+            local.spawn_local(async move { log.borrow_mut().push(name) });
+        }
+        local.block_on(
+            &rt,
+            poll_fn(|cx| {
+                log.borrow_mut().push("M");
+                if log.borrow().contains(&"A2") {
+                    Poll::Ready(())
+                } else {
+                    cx.waker().wake_by_ref();
+                    Poll::Pending
+                }
+            }),
+        );
+        assert_eq!(
+            *log.borrow(),
+            ["M", "A1", "B", "C", "M", "A2", "M"],
+            "current-thread: {current_thread}"
+        );
+    }
+}
+
 #[test]
 fn a_local_task_that_aborts_itself_while_running_is_cancelled() {
     let rt = running(1);

@@ -26,6 +26,11 @@ pub use crate::metrics::{LatenessHistogram, RuntimeMetrics};
 /// `block_in_place` (its worker went to another thread) and threads outside any runtime get
 /// `None`. A task may move between workers at an `.await`, so the index may change there.
 ///
+/// Two differences: after `block_in_place` returns, the rest of that poll gets `None`
+/// unless the thread took its worker back (tokio's gives the worker's index), as the worker
+/// went on elsewhere; and `Handle::block_on` of a current-thread runtime, on a thread that
+/// drives the runtime's worker there, gets 0 (tokio's gives `None`).
+///
 /// # Examples
 ///
 /// ```

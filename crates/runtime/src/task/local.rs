@@ -54,8 +54,9 @@ use crate::sync::AtomicWaker;
 use crate::{JoinHandle, Runtime};
 
 /// Tasks a set runs in one poll before it lets its caller run again; a task that yields
-/// (`yield_now`, or a spent budget) ends the turn sooner, so that the caller's future and
-/// the runtime's other tasks run before it runs again, as on tokio.
+/// (`yield_now`, or a spent budget) ends the turn sooner, once the tasks queued ahead of it
+/// have run, so that the caller's future and the runtime's other tasks run before it runs
+/// again, as on tokio's current-thread runtime.
 const TASKS_PER_POLL: usize = 64;
 
 thread_local_const! {
@@ -350,8 +351,8 @@ impl LocalSet {
         );
     }
 
-    /// Runs up to [`TASKS_PER_POLL`] tasks from the queue, fewer if one yields; returns
-    /// whether tasks are left. A yield, the task's or one noted before the turn, is passed
+    /// Runs up to [`TASKS_PER_POLL`] tasks from the queue, fewer if one yields (those
+    /// queued ahead of it still run); returns whether tasks are left. A yield, the task's or one noted before the turn, is passed
     /// on to the caller's scheduler, as the caller wakes itself to come back.
     fn run_ready(&self) -> bool {
         /// Clears `running` when the turn ends, even by a panic.
@@ -368,16 +369,28 @@ impl LocalSet {
         let _running = Running(&self.running);
         let mut yielded = coop::take_yield();
         let mut left = true;
+        // Once a task yields, the tasks queued ahead of it (it went to the back) still run
+        // in this turn, and the turn ends before its next one.
+        let mut ahead_of_a_yield: Option<usize> = None;
         for _ in 0..TASKS_PER_POLL {
+            if ahead_of_a_yield == Some(0) {
+                break;
+            }
             let task = self.shared.queue.lock().tasks.pop_front();
             let Some(task) = task else {
                 left = false;
                 break;
             };
+            if let Some(ahead) = &mut ahead_of_a_yield {
+                *ahead -= 1;
+            }
             task.run();
             if coop::take_yield() {
                 yielded = true;
-                break;
+                if ahead_of_a_yield.is_none() {
+                    let queued = self.shared.queue.lock().tasks.len();
+                    ahead_of_a_yield = Some(queued.saturating_sub(1));
+                }
             }
         }
         if yielded {
