@@ -609,6 +609,19 @@ fn a_yield_ends_the_sets_turn_once_the_tasks_ahead_have_run() {
     }
 }
 
+/// As tokio's, `LocalSet::id` is a `runtime::Id`, from the sequence that numbers runtimes:
+/// no two sets, and no set and runtime, share one.
+#[test]
+fn a_set_has_an_id_no_runtime_or_other_set_shares() {
+    let rt = running(1);
+    let sets: Vec<LocalSet> = (0..3).map(|_| LocalSet::new()).collect();
+    let mut ids: Vec<escapement::runtime::Id> = sets.iter().map(LocalSet::id).collect();
+    ids.push(rt.handle().id());
+    let distinct: std::collections::HashSet<_> = ids.iter().copied().collect();
+    assert_eq!(distinct.len(), 4, "{ids:?}");
+    assert_eq!(sets[0].id(), sets[0].id(), "the same each time");
+}
+
 #[test]
 fn a_local_task_that_aborts_itself_while_running_is_cancelled() {
     let rt = running(1);

@@ -50,6 +50,7 @@ use super::coop;
 use super::list::OwnedTasks;
 use super::{Notified, Schedule, Task};
 use crate::loom::{thread_local_const, Arc, Mutex};
+use crate::runtime::Id;
 use crate::sync::AtomicWaker;
 use crate::{JoinHandle, Runtime};
 
@@ -116,6 +117,8 @@ thread_local_const! {
 /// the panic).
 pub struct LocalSet {
     shared: Arc<Shared>,
+    /// The set's id, from the sequence that numbers runtimes.
+    id: Id,
     /// Set while one of the set's polls runs its tasks: driving the set again from inside one
     /// of them is refused.
     running: Cell<bool>,
@@ -278,9 +281,24 @@ impl LocalSet {
                 owned: OwnedTasks::new(1),
                 driver: AtomicWaker::new(),
             }),
+            id: Id::next(),
             running: Cell::new(false),
             _owner_thread: PhantomData,
         }
+    }
+
+    /// The set's id, as tokio's: a [`runtime::Id`](Id) from the sequence that numbers the
+    /// runtimes, so no runtime or other set of the process has it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (a, b) = (escapement::task::LocalSet::new(), escapement::task::LocalSet::new());
+    /// assert_ne!(a.id(), b.id());
+    /// println!("set {}", a.id());
+    /// ```
+    pub fn id(&self) -> Id {
+        self.id
     }
 
     /// Spawns a task onto this set; it runs when the set is next driven.
@@ -447,6 +465,7 @@ impl Drop for LocalSet {
 impl fmt::Debug for LocalSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LocalSet")
+            .field("id", &self.id)
             .field("tasks", &self.shared.owned.len())
             .finish_non_exhaustive()
     }
