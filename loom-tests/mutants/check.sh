@@ -53,7 +53,6 @@ models=(
     "42-blocking-thread-exits-before-the-queue-is-empty blocking_pool"
     "43-first-poll-registers-its-waker-after-the-link timer_repoll"
     "44-blocking-threads-cancel-the-queue-at-shutdown blocking_pool"
-    "45-waiting-shutdown-runs-no-queued-job blocking_pool"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

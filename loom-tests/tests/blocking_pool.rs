@@ -8,8 +8,6 @@
 //!   before they exit), and every pool thread exits.
 //! - A job spawned as the pool shuts down either runs or is cancelled, exactly once, and the
 //!   shutdown's wait returns either way.
-//! - A job waiting for the job queued behind it, with a cap of one, does not hold a
-//!   shutdown up forever: the thread waiting for the pool runs queued jobs too.
 //! - A job given to run at once (`spawn_now`, as `block_in_place` hands a worker over) runs
 //!   past the cap while the only thread the cap allows waits for it, and goes to the thread
 //!   that ran a first job whether that thread is still running it, about to wait, or waiting.
@@ -73,25 +71,6 @@ fn a_spawn_racing_the_shutdown_runs_or_is_cancelled_once() {
             count.get() + count.cancelled(),
             1,
             "the job ran or was cancelled, once"
-        );
-    });
-}
-
-/// A job that waits for the job queued behind it, with a cap of one thread, deadlocks the
-/// pool until it shuts down; the thread waiting for the pool then runs the queued jobs
-/// itself, whichever of the two it finds, so both run and the wait returns.
-#[test]
-fn a_shutdown_that_helps_runs_a_job_queued_behind_one_that_waits_for_it() {
-    loom::model(|| {
-        let pool = BlockingPool::new(1);
-        let count = JobCount::new();
-        pool.spawn_after(count.clone(), 1);
-        pool.spawn(count.clone());
-        pool.shutdown_help_and_wait();
-        assert_eq!(
-            (count.get(), count.cancelled()),
-            (2, 0),
-            "both jobs ran, once each"
         );
     });
 }

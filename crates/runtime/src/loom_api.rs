@@ -460,14 +460,6 @@ impl BlockingPool {
         self.inner.shutdown();
         self.inner.wait_for_exit(None);
     }
-
-    /// Shuts the pool down, runs the queued jobs on this thread, then waits until the
-    /// pool's threads have exited, as a runtime's drop does.
-    pub fn shutdown_help_and_wait(&self) {
-        self.inner.shutdown();
-        self.inner.run_queued();
-        self.inner.wait_for_exit(None);
-    }
 }
 
 impl Clone for BlockingPool {

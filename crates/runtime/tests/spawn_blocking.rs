@@ -3,9 +3,9 @@
 //! its threads, caps them at `max_blocking_threads`, and lets idle ones go after the
 //! keep-alive. At shutdown the closures still queued run all the same, as tokio's do, and
 //! those passed after it are cancelled; dropping the runtime waits for the running and the
-//! queued ones (running queued ones itself, so one waiting for another queued behind it
-//! holds no drop up), `shutdown_timeout` up to its timeout, and the drop joins the pool's
-//! threads; from one of its own closures it waits for none, and from a thread-local of one
+//! queued ones, on the pool's threads (one waiting for another queued behind it at the
+//! cap holds a shutdown up to its timeout), `shutdown_timeout` up to its timeout, and the
+//! drop joins the pool's threads; from one of its own closures it waits for none, and from a thread-local of one
 //! of its threads, ending, it joins none. An aborted closure that has not started never
 //! does.
 
@@ -279,42 +279,133 @@ fn a_closure_passed_just_before_the_drop_runs() {
 }
 
 /// With the one blocking thread the cap allows busy, a queued closure that waits for a
-/// closure queued behind it deadlocks until the runtime is dropped: the dropping thread
-/// runs the queued closures while it waits, so the drop returns (on both flavors; before,
-/// the queued closures ran only on the pool's thread and the drop hung).
+/// closure queued behind it deadlocks the pool, and the shutdown waits for it too, but no
+/// longer than its timeout (tokio's workers take the queue as they exit; these do not).
 #[test]
-fn a_queued_closure_waiting_for_one_queued_behind_it_holds_no_drop_up() {
-    for current_thread in [true, false] {
-        within(std::time::Duration::from_secs(30), move || {
-            let rt = if current_thread {
-                escapement::Builder::new_current_thread()
-                    .max_blocking_threads(1)
-                    .build()
-            } else {
-                escapement::Builder::new()
-                    .worker_threads(1)
-                    .max_blocking_threads(1)
-                    .build()
-            }
-            .expect("a runtime");
-            let (release, gate) = mpsc::channel::<()>();
-            let (started, running) = mpsc::channel();
-            let _holds_the_thread = rt.spawn_blocking(move || {
-                started.send(()).unwrap();
-                let _ = gate.recv();
-            });
-            running.recv().expect("the first closure started");
-            let (hand, handed) = mpsc::channel::<escapement::JoinHandle<()>>();
-            let waits = rt.spawn_blocking(move || {
-                let behind = handed.recv().expect("the closure queued behind");
-                futures::executor::block_on(behind).expect("it ran");
-            });
-            hand.send(rt.spawn_blocking(|| ())).unwrap();
-            release.send(()).unwrap();
-            drop(rt);
-            assert!(waits.is_finished(), "current-thread: {current_thread}");
+fn a_queued_closure_waiting_for_one_queued_behind_it_holds_a_shutdown_to_its_timeout() {
+    within(std::time::Duration::from_secs(30), || {
+        let rt = one_blocking_thread();
+        let (release, gate) = mpsc::channel::<()>();
+        let (started, running) = mpsc::channel();
+        let _holds_the_thread = rt.spawn_blocking(move || {
+            started.send(()).unwrap();
+            let _ = gate.recv();
         });
+        running.recv().expect("the first closure started");
+        let (hand, handed) = mpsc::channel::<escapement::JoinHandle<()>>();
+        let waits = rt.spawn_blocking(move || {
+            let behind = handed.recv().expect("the closure queued behind");
+            let _ = futures::executor::block_on(behind);
+        });
+        let behind = rt.spawn_blocking(|| ());
+        hand.send(behind).unwrap();
+        release.send(()).unwrap();
+        let start = std::time::Instant::now();
+        rt.shutdown_timeout(std::time::Duration::from_millis(100));
+        assert!(start.elapsed() < std::time::Duration::from_secs(10));
+        assert!(!waits.is_finished(), "the deadlock outlives the shutdown");
+    });
+}
+
+std::thread_local! {
+    static STARTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Closures still queued at the drop run on the pool's threads, after their start
+/// callback, and never on the thread dropping the runtime, which may be anything (a
+/// thread-local's destructor, below).
+#[test]
+fn closures_queued_at_the_drop_run_on_the_runtimes_threads() {
+    for current_thread in [true, false] {
+        let mut builder = if current_thread {
+            escapement::Builder::new_current_thread()
+        } else {
+            let mut builder = escapement::Builder::new();
+            builder.worker_threads(1);
+            builder
+        };
+        let rt = builder
+            .max_blocking_threads(1)
+            .on_thread_start(|| STARTED.with(|started| started.set(true)))
+            .build()
+            .expect("a runtime");
+        let (release, gate) = mpsc::channel::<()>();
+        let (started, running) = mpsc::channel();
+        let _holds_the_thread = rt.spawn_blocking(move || {
+            started.send(()).unwrap();
+            let _ = gate.recv();
+        });
+        running.recv().expect("the first closure started");
+        let queued = rt.spawn_blocking(|| {
+            (
+                STARTED.with(std::cell::Cell::get),
+                std::thread::current().id(),
+            )
+        });
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            release.send(()).unwrap();
+        });
+        drop(rt);
+        releaser.join().unwrap();
+        let (after_start, thread) = futures::executor::block_on(queued).expect("it ran");
+        assert!(after_start, "current-thread: {current_thread}");
+        assert_ne!(thread, std::thread::current().id());
     }
+}
+
+std::thread_local! {
+    static HELD: std::cell::RefCell<Option<escapement::Runtime>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A runtime held by a thread-local, dropped as its thread exits with a closure queued
+/// behind the cap: the drop waits for it and the process lives on.
+#[test]
+fn a_runtime_in_a_thread_local_dropped_with_a_closure_queued() {
+    let ran = Arc::new(AtomicBool::new(false));
+    let flag = ran.clone();
+    std::thread::spawn(move || {
+        let rt = escapement::Builder::new_current_thread()
+            .max_blocking_threads(1)
+            .build()
+            .expect("a runtime");
+        drop(rt.spawn_blocking(|| std::thread::sleep(std::time::Duration::from_millis(100))));
+        drop(rt.spawn_blocking(move || flag.store(true, Ordering::SeqCst)));
+        HELD.with(|held| *held.borrow_mut() = Some(rt));
+    })
+    .join()
+    .expect("the thread exits cleanly");
+    assert!(
+        ran.load(Ordering::SeqCst),
+        "the queued closure ran before the drop returned"
+    );
+}
+
+/// A runtime dropped in a closure of another runtime leaves that closure marked as one of
+/// its own runtime's: a drop of that runtime there still waits for none of its closures,
+/// one of which waits for this one.
+#[test]
+fn dropping_another_runtime_in_a_closure_keeps_it_one_of_its_runtimes() {
+    within(std::time::Duration::from_secs(30), || {
+        let outer = Arc::new(std::sync::Mutex::new(Some(one_blocking_thread())));
+        let handle = outer.lock().unwrap().as_ref().unwrap().handle().clone();
+        let (done, waiting) = mpsc::channel::<()>();
+        // Queued behind the first: it waits for the first to finish.
+        let slot = outer.clone();
+        let first = handle.spawn_blocking(move || {
+            let inner = one_blocking_thread();
+            drop(inner.spawn_blocking(|| std::thread::sleep(std::time::Duration::from_millis(20))));
+            drop(inner.spawn_blocking(|| ()));
+            drop(inner);
+            let outer = slot.lock().unwrap().take().expect("the outer runtime");
+            drop(outer);
+            done.send(()).unwrap();
+        });
+        let second = handle.spawn_blocking(move || waiting.recv().is_ok());
+        futures::executor::block_on(first).expect("the first closure returned");
+        assert!(futures::executor::block_on(second).expect("the second closure ran"));
+    });
 }
 
 /// A queued closure runs, and is dropped, on the pool's thread, not on the thread shutting

@@ -204,12 +204,6 @@ impl Runtime {
         // pool's other threads.
         let in_async_code = worker::is_nonblocking_worker_thread() || context::is_blocking();
         if !in_async_code && !shared.blocking.runs_own_closure() {
-            // With no timeout to keep, this thread runs queued closures while it waits: one
-            // that waits for a closure queued behind it, with every blocking thread the cap
-            // allows busy, would otherwise hold the drop up forever.
-            if deadline.is_none() {
-                shared.blocking.run_queued();
-            }
             shared.blocking.wait_for_exit(deadline);
         }
     }

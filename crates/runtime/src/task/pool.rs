@@ -54,10 +54,12 @@
 //! - A job queued before the shutdown still runs: the threads take the queue until it is
 //!   empty before they look at `shutdown`, as tokio's do, so a closure passed just before a
 //!   runtime is dropped is not lost, and the shutdown waits for it as for a running one (up
-//!   to its timeout). After shutdown `spawn` cancels its job instead of queuing it. A
-//!   thread that waits for the pool with no timeout takes queued jobs too
-//!   ([`run_queued`](BlockingPool::run_queued)), so a job waiting for one queued behind
-//!   it, with the cap reached, does not hold the wait up forever.
+//!   to its timeout). After shutdown `spawn` cancels its job instead of queuing it. Only
+//!   the pool's threads take the queue: a job waiting for one queued behind it, with every
+//!   thread the cap allows busy, holds a shutdown up (to its timeout) as it held the pool up
+//!   before. Tokio's worker threads, which are blocking threads, take the queue as they
+//!   exit and get out of that; no other thread can here without running a closure where
+//!   its thread-locals, name and start callback are not a blocking thread's.
 //! - A thread takes jobs from `now`, then from the queue, until both are empty, running each
 //!   without the lock. Once a `now` job returns, the thread takes it out of `exempt` and
 //!   counts against the cap again; if the other threads already fill the cap, it exits, so
@@ -98,6 +100,22 @@ thread_local_const! {
     /// running, or 0: a shutdown there does not wait for the pool, since
     /// another of its closures may be waiting for this one.
     static CLOSURE_OF_POOL: Cell<usize> = Cell::new(0);
+}
+
+/// Marks this thread as running a queued job of the pool at an address until it drops,
+/// then puts back the mark it replaced, also when the job unwinds.
+struct ClosureMark(usize);
+
+impl ClosureMark {
+    fn set(pool: usize) -> ClosureMark {
+        ClosureMark(CLOSURE_OF_POOL.with(|mark| mark.replace(pool)))
+    }
+}
+
+impl Drop for ClosureMark {
+    fn drop(&mut self) {
+        let _ = CLOSURE_OF_POOL.try_with(|mark| mark.set(self.0));
+    }
 }
 
 thread_local_const! {
@@ -347,22 +365,6 @@ impl<J: Job> BlockingPool<J> {
         POOL_OF_THIS_THREAD.with(Cell::get) == self.address()
     }
 
-    /// Runs the queued jobs on this thread, one after another, until the queue is empty: a
-    /// thread that is about to wait for the pool after its shutdown lends a hand. Without
-    /// it, a job waiting for another queued behind it, with every thread the cap allows
-    /// busy, would hold the wait up forever (tokio's worker threads, which are blocking
-    /// threads, take the queue as they exit, to the same end).
-    pub(crate) fn run_queued(&self) {
-        loop {
-            let Some(job) = self.state.lock().queue.pop_front() else {
-                return;
-            };
-            CLOSURE_OF_POOL.with(|pool| pool.set(self.address()));
-            job.run();
-            CLOSURE_OF_POOL.with(|pool| pool.set(0));
-        }
-    }
-
     /// Whether this thread is running one of the pool's queued jobs.
     pub(crate) fn runs_own_closure(&self) -> bool {
         CLOSURE_OF_POOL.with(Cell::get) == self.address()
@@ -450,9 +452,9 @@ impl<J: Job> BlockingPool<J> {
             }
             if let Some(job) = state.queue.pop_front() {
                 drop(state);
-                CLOSURE_OF_POOL.with(|pool| pool.set(self.address()));
+                let mark = ClosureMark::set(self.address());
                 job.run();
-                CLOSURE_OF_POOL.with(|pool| pool.set(0));
+                drop(mark);
                 state = self.state.lock();
                 idle_until = None;
                 continue;
