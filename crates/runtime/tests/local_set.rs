@@ -565,11 +565,11 @@ fn a_yielding_local_task_lets_the_sets_caller_run() {
     }
 }
 
-/// After a local task yields, the tasks queued ahead of it still run in that turn, then the
-/// set's caller does, then the yielder: the order of tokio's current-thread runtime, on
-/// both flavors (M is a poll of `run_until`'s future).
+/// After a local task yields, the other tasks still run in that turn, one spawned during it
+/// (D, by B) included, then the set's caller does, then the yielder: the order of tokio's
+/// current-thread runtime, on both flavors (M is a poll of `run_until`'s future).
 #[test]
-fn a_yield_ends_the_sets_turn_once_the_tasks_ahead_have_run() {
+fn a_yielding_task_runs_again_after_the_others_and_the_sets_caller() {
     for current_thread in [true, false] {
         let rt = if current_thread {
             escapement::Builder::new_current_thread().build()
@@ -585,10 +585,14 @@ fn a_yield_ends_the_sets_turn_once_the_tasks_ahead_have_run() {
             task::yield_now().await;
             yielder.borrow_mut().push("A2");
         });
-        for name in ["B", "C"] {
-            let log = log.clone();
-            local.spawn_local(async move { log.borrow_mut().push(name) });
-        }
+        let spawner = log.clone();
+        local.spawn_local(async move {
+            spawner.borrow_mut().push("B");
+            let log = spawner.clone();
+            task::spawn_local(async move { log.borrow_mut().push("D") });
+        });
+        let last = log.clone();
+        local.spawn_local(async move { last.borrow_mut().push("C") });
         local.block_on(
             &rt,
             poll_fn(|cx| {
@@ -603,7 +607,7 @@ fn a_yield_ends_the_sets_turn_once_the_tasks_ahead_have_run() {
         );
         assert_eq!(
             *log.borrow(),
-            ["M", "A1", "B", "C", "M", "A2", "M"],
+            ["M", "A1", "B", "C", "D", "M", "A2", "M"],
             "current-thread: {current_thread}"
         );
     }

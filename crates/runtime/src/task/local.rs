@@ -54,10 +54,9 @@ use crate::runtime::Id;
 use crate::sync::AtomicWaker;
 use crate::{JoinHandle, Runtime};
 
-/// Tasks a set runs in one poll before it lets its caller run again; a task that yields
-/// (`yield_now`, or a spent budget) ends the turn sooner, once the tasks queued ahead of it
-/// have run, so that the caller's future and the runtime's other tasks run before it runs
-/// again, as on tokio's current-thread runtime.
+/// Tasks a set runs in one poll before it lets its caller run again. A task that yields
+/// (`yield_now`, or a spent budget) runs again only after that, so that the caller's future
+/// and the runtime's other tasks run first, as on tokio's current-thread runtime.
 const TASKS_PER_POLL: usize = 64;
 
 thread_local_const! {
@@ -369,8 +368,8 @@ impl LocalSet {
         );
     }
 
-    /// Runs up to [`TASKS_PER_POLL`] tasks from the queue, fewer if one yields (those
-    /// queued ahead of it still run); returns whether tasks are left. A yield, the task's or one noted before the turn, is passed
+    /// Runs up to [`TASKS_PER_POLL`] tasks from the queue, a task that yields once at most;
+    /// returns whether tasks are left. A yield, the task's or one noted before the turn, is passed
     /// on to the caller's scheduler, as the caller wakes itself to come back.
     fn run_ready(&self) -> bool {
         /// Clears `running` when the turn ends, even by a panic.
@@ -386,35 +385,31 @@ impl LocalSet {
         self.running.set(true);
         let _running = Running(&self.running);
         let mut yielded = coop::take_yield();
-        let mut left = true;
-        // Once a task yields, the tasks queued ahead of it (it went to the back) still run
-        // in this turn, and the turn ends before its next one.
-        let mut ahead_of_a_yield: Option<usize> = None;
+        // A task that yields woke itself onto the back of the queue; it is held back until
+        // the turn ends, so the other tasks, those woken during the turn included, run first
+        // (tokio defers such wakes the same way).
+        let mut deferred = Vec::new();
         for _ in 0..TASKS_PER_POLL {
-            if ahead_of_a_yield == Some(0) {
-                break;
-            }
             let task = self.shared.queue.lock().tasks.pop_front();
             let Some(task) = task else {
-                left = false;
                 break;
             };
-            if let Some(ahead) = &mut ahead_of_a_yield {
-                *ahead -= 1;
-            }
+            let id = task.id();
             task.run();
             if coop::take_yield() {
                 yielded = true;
-                if ahead_of_a_yield.is_none() {
-                    let queued = self.shared.queue.lock().tasks.len();
-                    ahead_of_a_yield = Some(queued.saturating_sub(1));
+                let mut queue = self.shared.queue.lock();
+                if queue.tasks.back().is_some_and(|last| last.id() == id) {
+                    deferred.extend(queue.tasks.pop_back());
                 }
             }
         }
         if yielded {
             coop::note_yield();
         }
-        left && !self.shared.queue.lock().tasks.is_empty()
+        let mut queue = self.shared.queue.lock();
+        queue.tasks.extend(deferred);
+        !queue.tasks.is_empty()
     }
 }
 

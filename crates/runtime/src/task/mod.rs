@@ -148,6 +148,11 @@ impl<S: 'static> Drop for Task<S> {
 }
 
 impl<S: 'static> Notified<S> {
+    /// The task's id.
+    pub(crate) fn id(&self) -> u64 {
+        self.0.id()
+    }
+
     /// Runs the task (polls it, or cancels it if aborted), consuming the notification.
     pub(crate) fn run(self) {
         let header = self.0.header;
