@@ -613,6 +613,33 @@ fn a_yielding_task_runs_again_after_the_others_and_the_sets_caller() {
     }
 }
 
+/// Tasks that yield in the same turn run again last one first, as tokio wakes the tasks it
+/// deferred.
+#[test]
+fn tasks_that_yield_in_one_turn_run_again_last_first() {
+    let rt = escapement::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    let local = LocalSet::new();
+    let log = Rc::new(RefCell::new(Vec::new()));
+    for name in ["A", "B"] {
+        let log = log.clone();
+        local.spawn_local(async move {
+            log.borrow_mut().push(format!("{name}1"));
+            task::yield_now().await;
+            log.borrow_mut().push(format!("{name}2"));
+        });
+    }
+    let last = log.clone();
+    local.spawn_local(async move { last.borrow_mut().push("C".to_string()) });
+    local.block_on(&rt, async {
+        while log.borrow().len() < 5 {
+            task::yield_now().await;
+        }
+    });
+    assert_eq!(*log.borrow(), ["A1", "B1", "C", "B2", "A2"]);
+}
+
 /// As tokio's, `LocalSet::id` is a `runtime::Id`, from the sequence that numbers runtimes:
 /// no two sets, and no set and runtime, share one.
 #[test]

@@ -407,8 +407,9 @@ impl LocalSet {
         if yielded {
             coop::note_yield();
         }
+        // Last held back, first queued again, as tokio wakes its deferred tasks.
         let mut queue = self.shared.queue.lock();
-        queue.tasks.extend(deferred);
+        queue.tasks.extend(deferred.into_iter().rev());
         !queue.tasks.is_empty()
     }
 }
