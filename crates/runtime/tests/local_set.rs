@@ -27,7 +27,7 @@ use std::time::Duration;
 use escapement::task::{self, LocalSet};
 use escapement::time::{sleep, Instant};
 
-use support::{paused, running, wait_until, within};
+use support::{one_worker, paused, running, wait_until, within};
 
 /// A bound that only catches a hang (a lost wake-up) in the tests that wait on other threads.
 const HANG: Duration = Duration::from_secs(30);
@@ -502,12 +502,7 @@ fn driving_a_set_from_inside_one_of_its_own_tasks_panics_in_that_task() {
 fn a_set_driven_from_its_own_task_keeps_its_drivers_waker() {
     for current_thread in [true, false] {
         let value = within(HANG, move || {
-            let rt = if current_thread {
-                escapement::Builder::new_current_thread().build()
-            } else {
-                escapement::Builder::new().worker_threads(1).build()
-            }
-            .expect("a runtime");
+            let rt = one_worker(current_thread);
             let local = Rc::new(LocalSet::new());
             let (ready, waiting) = (local.clone(), local.clone());
             let at_once = local.spawn_local(async move { ready.run_until(async {}).await });
@@ -537,12 +532,7 @@ fn a_set_driven_from_its_own_task_keeps_its_drivers_waker() {
 #[test]
 fn a_yielding_local_task_lets_the_sets_caller_run() {
     for current_thread in [true, false] {
-        let rt = if current_thread {
-            escapement::Builder::new_current_thread().build()
-        } else {
-            escapement::Builder::new().worker_threads(1).build()
-        }
-        .expect("a runtime");
+        let rt = one_worker(current_thread);
         let local = LocalSet::new();
         let (flag, spins) = (Rc::new(Cell::new(false)), Rc::new(Cell::new(0)));
         let (seen, counted) = (flag.clone(), spins.clone());
@@ -571,12 +561,7 @@ fn a_yielding_local_task_lets_the_sets_caller_run() {
 #[test]
 fn a_yielding_task_runs_again_after_the_others_and_the_sets_caller() {
     for current_thread in [true, false] {
-        let rt = if current_thread {
-            escapement::Builder::new_current_thread().build()
-        } else {
-            escapement::Builder::new().worker_threads(1).build()
-        }
-        .expect("a runtime");
+        let rt = one_worker(current_thread);
         let local = LocalSet::new();
         let log = Rc::new(RefCell::new(Vec::new()));
         let yielder = log.clone();

@@ -21,7 +21,7 @@ use std::task::{Context, Poll};
 use escapement::{task, Handle, Runtime};
 use futures::task::noop_waker_ref;
 
-use support::running;
+use support::{one_worker, running};
 
 #[test]
 fn spawn_from_block_on_runs_the_task() {
@@ -237,15 +237,17 @@ fn current_runtime_name() -> String {
     name.rsplit_once('-').expect("name-N").0.to_owned()
 }
 
+/// A runtime with one worker, whose threads take `name`.
+fn named(name: &str) -> escapement::Runtime {
+    escapement::Builder::new()
+        .worker_threads(1)
+        .thread_name(name)
+        .build()
+        .expect("a runtime")
+}
+
 #[test]
 fn nested_enter_guards_restore_the_previous_runtime() {
-    let named = |name: &str| {
-        escapement::Builder::new()
-            .worker_threads(1)
-            .thread_name(name)
-            .build()
-            .expect("a runtime")
-    };
     let outer = named("outer");
     let inner = named("inner");
     let _outer_guard = outer.enter();
@@ -271,13 +273,6 @@ fn enter_guards_dropped_out_of_order_panic() {
 /// guard made after it stays in force.
 #[test]
 fn an_enter_guard_dropped_out_of_order_by_a_panic_restores_nothing() {
-    let named = |name: &str| {
-        escapement::Builder::new()
-            .worker_threads(1)
-            .thread_name(name)
-            .build()
-            .expect("a runtime")
-    };
     let (first, second, third) = (named("first"), named("second"), named("third"));
     let first_guard = first.enter();
     let stale = second.enter();
@@ -362,12 +357,7 @@ fn a_yielding_task_lets_a_task_spawned_from_outside_go_first() {
 fn tasks_from_outside_that_yield_leave_the_local_queue_its_turns() {
     const OUTSIDE: usize = 2_000;
     for current_thread in [true, false] {
-        let rt = if current_thread {
-            escapement::Builder::new_current_thread().build()
-        } else {
-            escapement::Builder::new().worker_threads(1).build()
-        }
-        .unwrap();
+        let rt = one_worker(current_thread);
         let handle = rt.handle().clone();
         let polled = Arc::new(AtomicUsize::new(0));
         let seen = rt.block_on(async move {

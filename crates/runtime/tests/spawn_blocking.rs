@@ -18,7 +18,7 @@ use std::sync::{mpsc, Arc};
 use escapement::task::spawn_blocking;
 use escapement::time::{sleep, Duration, Instant};
 
-use support::within;
+use support::{one_worker, within};
 
 #[test]
 fn the_closure_runs_off_the_workers_and_returns_its_value() {
@@ -218,6 +218,19 @@ fn one_closure_running_one_queued(
     (release, first, second)
 }
 
+/// Starts a closure on `rt` that holds a blocking thread (its only one, under a cap of one)
+/// until the returned sender sends or drops; returns once it runs.
+fn hold_the_only_thread(rt: &escapement::Runtime) -> mpsc::Sender<()> {
+    let (release, gate) = mpsc::channel::<()>();
+    let (started, running) = mpsc::channel();
+    drop(rt.spawn_blocking(move || {
+        started.send(()).unwrap();
+        let _ = gate.recv();
+    }));
+    running.recv().expect("the first closure started");
+    release
+}
+
 /// Counts its drops.
 struct DropCount(Arc<AtomicUsize>);
 
@@ -258,12 +271,7 @@ fn a_closure_passed_just_before_the_drop_runs() {
     for current_thread in [true, false] {
         let ran = Arc::new(AtomicUsize::new(0));
         for _ in 0..20 {
-            let rt = if current_thread {
-                escapement::Builder::new_current_thread().build()
-            } else {
-                escapement::Builder::new().worker_threads(1).build()
-            }
-            .expect("a runtime");
+            let rt = one_worker(current_thread);
             let ran = ran.clone();
             rt.block_on(async move {
                 drop(spawn_blocking(move || ran.fetch_add(1, Ordering::SeqCst)));
@@ -285,13 +293,7 @@ fn a_closure_passed_just_before_the_drop_runs() {
 fn a_queued_closure_waiting_for_one_queued_behind_it_holds_a_shutdown_to_its_timeout() {
     within(std::time::Duration::from_secs(30), || {
         let rt = one_blocking_thread();
-        let (release, gate) = mpsc::channel::<()>();
-        let (started, running) = mpsc::channel();
-        let _holds_the_thread = rt.spawn_blocking(move || {
-            started.send(()).unwrap();
-            let _ = gate.recv();
-        });
-        running.recv().expect("the first closure started");
+        let release = hold_the_only_thread(&rt);
         let (hand, handed) = mpsc::channel::<escapement::JoinHandle<()>>();
         let waits = rt.spawn_blocking(move || {
             let behind = handed.recv().expect("the closure queued behind");
@@ -329,13 +331,7 @@ fn closures_queued_at_the_drop_run_on_the_runtimes_threads() {
             .on_thread_start(|| STARTED.with(|started| started.set(true)))
             .build()
             .expect("a runtime");
-        let (release, gate) = mpsc::channel::<()>();
-        let (started, running) = mpsc::channel();
-        let _holds_the_thread = rt.spawn_blocking(move || {
-            started.send(()).unwrap();
-            let _ = gate.recv();
-        });
-        running.recv().expect("the first closure started");
+        let release = hold_the_only_thread(&rt);
         let queued = rt.spawn_blocking(|| {
             (
                 STARTED.with(std::cell::Cell::get),
@@ -420,13 +416,7 @@ fn a_queued_closure_dropped_slowly_holds_no_shutdown_up_past_its_timeout() {
         }
     }
     let rt = one_blocking_thread();
-    let (release, blocked) = mpsc::channel::<()>();
-    let (started, running) = mpsc::channel();
-    let _first = rt.spawn_blocking(move || {
-        started.send(()).unwrap();
-        let _ = blocked.recv();
-    });
-    running.recv().expect("the first closure started");
+    let release = hold_the_only_thread(&rt);
     let slow = SlowDrop;
     let _second = rt.spawn_blocking(move || drop(slow));
     // Released once the shutdown has begun (and returned, unless a drop holds it up), with

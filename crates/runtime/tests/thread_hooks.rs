@@ -2,10 +2,10 @@
 //! `on_thread_park` and `on_thread_unpark`: every thread the runtime starts (its workers, its
 //! blocking threads, the thread a worker is handed to by `block_in_place`) runs the start
 //! callback first and the stop callback last, on itself; the stack size reaches workers and
-//! blocking threads alike, raised to what a worker needs when too small; the name function names each thread once, and it and
-//! `thread_name` replace each other; a worker runs the park callback before each park and
-//! the unpark callback after it; a panicking callback costs the runtime nothing; a shutdown's
-//! timeout covers the workers' stop callbacks.
+//! blocking threads alike, raised to what a worker needs when too small; the name function
+//! names each thread once, and it and `thread_name` replace each other; a worker runs the
+//! park callback before each park and the unpark callback after it; a panicking callback
+//! costs the runtime nothing; a shutdown's timeout covers the workers' stop callbacks.
 
 mod support;
 

@@ -39,6 +39,17 @@ pub(crate) fn running(workers: usize) -> Runtime {
         .expect("a runtime")
 }
 
+/// A current-thread runtime, or else a multi-threaded one with one worker: for the tests
+/// that check a behaviour on both flavors.
+pub(crate) fn one_worker(current_thread: bool) -> Runtime {
+    if current_thread {
+        escapement::Builder::new_current_thread().build()
+    } else {
+        escapement::Builder::new().worker_threads(1).build()
+    }
+    .expect("a runtime")
+}
+
 /// A waker that counts its wakes.
 #[derive(Debug, Default)]
 pub(crate) struct CountingWaker(AtomicUsize);
