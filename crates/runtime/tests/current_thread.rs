@@ -51,8 +51,65 @@ fn tasks_run_on_the_block_on_thread_in_the_order_they_were_spawned() {
         threads
     });
     assert!(tasks.iter().all(|&id| id == thread::current().id()));
-    // Each task yields once, and goes to the back of the queue behind the others.
-    assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3, 4, 10, 11, 12, 13, 14]);
+    // Each task yields once and is held back until the queue is empty; the five then run
+    // again last first, as on tokio.
+    assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3, 4, 14, 13, 12, 11, 10]);
+}
+
+/// Tasks that yield wait until every other queued task has run, and the `block_on` future,
+/// woken by its own yield, goes before them: each of the future's yields sees every task
+/// take one turn, as on tokio, not one task.
+#[test]
+fn tasks_that_yield_wait_until_the_queue_is_empty() {
+    let rt = current_thread();
+    let seen = rt.block_on(async {
+        let turns = Arc::new(AtomicUsize::new(0));
+        for _ in 0..10 {
+            let turns = turns.clone();
+            drop(escapement::spawn(async move {
+                for _ in 0..3 {
+                    turns.fetch_add(1, Ordering::SeqCst);
+                    task::yield_now().await;
+                }
+            }));
+        }
+        let mut seen = Vec::new();
+        for _ in 0..6 {
+            task::yield_now().await;
+            seen.push(turns.load(Ordering::SeqCst));
+        }
+        seen
+    });
+    assert_eq!(seen, [10, 20, 30, 30, 30, 30]);
+}
+
+/// Tasks held back together run again last first, each time: three tasks that yield in a
+/// loop alternate their order from turn to turn, as on tokio.
+#[test]
+fn tasks_held_back_together_run_again_last_first() {
+    let rt = current_thread();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    rt.block_on(async {
+        let tasks: Vec<_> = ['a', 'b', 'c']
+            .into_iter()
+            .map(|name| {
+                let order = order.clone();
+                escapement::spawn(async move {
+                    for turn in 0..3 {
+                        order.lock().unwrap().push(format!("{name}{turn}"));
+                        task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+    });
+    assert_eq!(
+        *order.lock().unwrap(),
+        ["a0", "b0", "c0", "c1", "b1", "a1", "a2", "b2", "c2"]
+    );
 }
 
 #[test]

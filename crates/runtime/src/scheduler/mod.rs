@@ -205,6 +205,12 @@ impl Schedule for Handle {
         shared.notify_parked();
     }
 
+    fn schedule_yielded(&self, task: Notified<Handle>) {
+        if let Err(task) = worker::defer_yielded(&self.shared, task) {
+            self.schedule(task);
+        }
+    }
+
     fn release(&self, task: &Task<Handle>) -> Option<Task<Handle>> {
         self.shared.owned.remove(task)
     }

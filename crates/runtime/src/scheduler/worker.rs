@@ -3,8 +3,10 @@
 //! Each turn a worker runs one task: from its own queue, from the injector (first, every
 //! `global_queue_interval` turns, 61 unless the builder says otherwise, and the turn after a
 //! task yielded, so outside work is not starved), or stolen from another worker. A
-//! current-thread runtime's worker also ends its batch of turns after a task yielded, so
-//! that `block_on`'s future, if woken, goes before the task's next turn. Worker 0 also fires due timers at the top of
+//! current-thread runtime's worker holds a task that yielded back until its batch of turns
+//! ends (its queue is empty, or it ran its most turns), then queues the held tasks again,
+//! last first, after `block_on`'s future has had its turn, if woken: tokio's order, where
+//! such wakes are deferred. Worker 0 also fires due timers at the top of
 //! every turn, which costs one relaxed load when no timer is pending. With nothing to run, a
 //! worker sleeps by the protocol of `idle.rs`: worker 0 on the timer driver's poll, with its
 //! next expiry as the timeout, the others on a condvar parker. A worker runs the builder's
@@ -122,6 +124,9 @@ struct WorkerLocal {
     /// current-thread runtime's `block_on` in the closure of another runtime's
     /// `block_in_place` (boxed, as that is rare).
     outer: Option<Box<WorkerLocal>>,
+    /// A current-thread runtime's tasks that yielded in the current batch, in the order they
+    /// did: held back until the batch ends (`Worker::run_batch`).
+    yielded: RefCell<Vec<Task>>,
     /// Since when the worker has been busy on this thread (it unparked, started, or came
     /// here), while it is; `None` if the runtime counts no metrics. Kept with the worker's
     /// state on its thread, so that the thread that has the core, and only that one, counts
@@ -174,6 +179,28 @@ pub(crate) fn push_local(shared: &Shared, task: Task) -> Result<(), Task> {
         Some(task) if !pushed => Err(task),
         _ => Ok(()),
     }
+}
+
+/// Holds back a task of a current-thread runtime that woke itself to yield, if this thread
+/// runs that runtime's worker, until the batch of turns ends; gives the task back otherwise
+/// (a multi-threaded runtime's, which queues it at once).
+pub(crate) fn defer_yielded(shared: &Shared, task: Task) -> Result<(), Task> {
+    if shared.core_slot.is_none() {
+        return Err(task);
+    }
+    let mut task = Some(task);
+    let _ = LOCAL.try_with(|local| match &*local.borrow() {
+        Some(WorkerLocal {
+            handle,
+            queue: Some(_),
+            yielded,
+            ..
+        }) if std::ptr::eq(&*handle.shared, shared) => {
+            yielded.borrow_mut().extend(task.take());
+        }
+        _ => {}
+    });
+    task.map_or(Ok(()), Err)
 }
 
 /// Whether this thread is one of the workers of the runtime `shared` belongs to (counted
@@ -405,6 +432,7 @@ pub(crate) fn install(handle: &Handle, index: usize, core: Core) -> Installed {
             queue: Some(core.queue),
             park: Some(core.park),
             in_closure: false,
+            yielded: RefCell::new(Vec::new()),
             outer,
             busy_since: handle.shared.driver.metrics().enabled().then(Instant::now),
         });
@@ -526,17 +554,28 @@ impl Worker {
             let Some(task) = self.next_task() else {
                 break;
             };
-            let (role, yielded) = self.run_task(task);
+            let (role, _) = self.run_task(task);
             assert!(
                 role != Role::HandedOff,
                 "block_in_place handed a current-thread runtime's worker off"
             );
             ran = true;
-            if yielded {
-                // The caller's future, if woken, goes before the task's next turn.
-                break;
-            }
         }
+        // The tasks that yielded go back last first, as tokio wakes what it deferred; the
+        // caller's future, if woken, goes before them.
+        LOCAL.with(|local| {
+            if let Some(WorkerLocal {
+                queue: Some(queue),
+                yielded,
+                ..
+            }) = &*local.borrow()
+            {
+                let mut yielded = yielded.borrow_mut();
+                while let Some(task) = yielded.pop() {
+                    queue.push(task);
+                }
+            }
+        });
         ran
     }
 
@@ -554,15 +593,16 @@ impl Worker {
     }
 
     /// Runs `task`; returns `HandedOff` if its poll handed the worker to another thread, and
-    /// whether the task yielded (it then runs again after the next task from the injector,
-    /// unless it came from there itself).
+    /// whether the task yielded (on a multi-threaded runtime it then runs again after the
+    /// next task from the injector, unless it came from there itself; a current-thread
+    /// runtime holds it back instead, `defer_yielded`).
     fn run_task(&mut self, task: Task) -> (Role, bool) {
         self.end_search();
         ROLE.with(|role| role.set(Role::Polling));
         coop::take_yield();
         task.run();
         let yielded = coop::take_yield();
-        if yielded && !self.from_injector {
+        if yielded && !self.from_injector && self.handle.shared.core_slot.is_none() {
             self.injector_countdown = 1;
         }
         (ROLE.with(|role| role.replace(Role::Other)), yielded)

@@ -61,9 +61,10 @@ thread_local_const! {
 
 thread_local_const! {
     /// Set when the poll running on this thread woke its own task to yield
-    /// ([`yield_now`](crate::task::yield_now), or a spent budget): its worker then lets the
-    /// tasks spawned from outside, and a current-thread runtime's `block_on` future, have a
-    /// turn before the task's next one, as tokio, which defers such wakes, does.
+    /// ([`yield_now`](crate::task::yield_now), or a spent budget): a multi-threaded
+    /// runtime's worker then lets the tasks spawned from outside have a turn before the
+    /// task's next one, and a current-thread runtime holds the task back until its queue is
+    /// empty, as tokio, which defers such wakes, does.
     static YIELDED: Cell<bool> = Cell::new(false);
 }
 
@@ -71,6 +72,12 @@ thread_local_const! {
 #[inline]
 pub(crate) fn note_yield() {
     let _ = YIELDED.try_with(|yielded| yielded.set(true));
+}
+
+/// Whether the poll running on this thread has yielded so far; leaves the mark.
+#[inline]
+pub(crate) fn yield_noted() -> bool {
+    YIELDED.try_with(Cell::get).unwrap_or(false)
 }
 
 /// Whether a poll on this thread yielded since the last call; clears the mark.

@@ -9,6 +9,7 @@ use std::ptr;
 use std::ptr::NonNull;
 use std::task::{Context, Poll, Waker};
 
+use super::coop;
 use super::error::JoinError;
 use super::raw::{Cell, Header, Stage, Vtable};
 use super::state::{ToIdle, ToRunning};
@@ -136,7 +137,11 @@ where
                     ToIdle::Notified => {
                         // SAFETY: the transition took a reference for the new `Notified`.
                         let notified = Notified(unsafe { Task::from_raw(self.header_ptr()) });
-                        self.cell().scheduler.schedule(notified);
+                        if coop::yield_noted() {
+                            self.cell().scheduler.schedule_yielded(notified);
+                        } else {
+                            self.cell().scheduler.schedule(notified);
+                        }
                         // The worker's reference kept the task alive while it was scheduled
                         // (the queued `Notified` may already be running elsewhere).
                         self.drop_references(1);

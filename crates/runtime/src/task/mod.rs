@@ -60,6 +60,12 @@ pub(crate) trait Schedule: Send + Sync + Sized + 'static {
     /// Puts a notified task on a run queue.
     fn schedule(&self, task: Notified<Self>);
 
+    /// Puts a task that woke itself to yield ([`yield_now`], or a spent budget) back in line:
+    /// by default as any other, while a scheduler that defers such tasks holds it back.
+    fn schedule_yielded(&self, task: Notified<Self>) {
+        self.schedule(task);
+    }
+
     /// Takes a completed task out of the owned list; returns the list's reference if the list
     /// still held it.
     fn release(&self, task: &Task<Self>) -> Option<Task<Self>>;

@@ -6,10 +6,13 @@ use std::task::{Context, Poll};
 
 use super::coop;
 
-/// Yields to the scheduler once: the task goes to the back of its worker's queue, and other
-/// ready tasks run before it is polled again: those already in that queue, the next task
-/// spawned or woken from outside the workers, and, on a current-thread runtime, the future
-/// in `block_on` if it was woken.
+/// Yields to the scheduler once, so that other ready tasks run before this one is polled
+/// again. On a multi-threaded runtime the task goes to the back of its worker's queue, behind
+/// those already in it and the next task spawned or woken from outside the workers. On a
+/// current-thread runtime it is held back until the queue is empty (or the runtime has run
+/// its most tasks between two looks at `block_on`'s future), behind every task queued
+/// meanwhile and the future in `block_on` if it was woken; tasks held back together run
+/// again last first, as on tokio.
 ///
 /// # Examples
 ///
