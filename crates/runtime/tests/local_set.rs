@@ -625,6 +625,29 @@ fn tasks_that_yield_in_one_turn_run_again_last_first() {
     assert_eq!(*log.borrow(), ["A1", "B1", "C", "B2", "A2"]);
 }
 
+/// A set runs at most 61 of its tasks before its caller's next turn, as tokio's does.
+#[test]
+fn a_set_runs_61_tasks_between_two_turns_of_its_caller() {
+    let rt = escapement::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    let local = LocalSet::new();
+    let ran = Rc::new(Cell::new(0));
+    let seen = local.block_on(&rt, async {
+        for _ in 0..100 {
+            let ran = ran.clone();
+            task::spawn_local(async move { ran.set(ran.get() + 1) });
+        }
+        let mut seen = Vec::new();
+        for _ in 0..2 {
+            task::yield_now().await;
+            seen.push(ran.get());
+        }
+        seen
+    });
+    assert_eq!(seen, [61, 100]);
+}
+
 /// As tokio's, `LocalSet::id` is a `runtime::Id`, from the sequence that numbers runtimes:
 /// no two sets, and no set and runtime, share one.
 #[test]
