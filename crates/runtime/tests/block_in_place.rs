@@ -634,3 +634,34 @@ fn after_a_shutdown_that_did_not_wait_the_closure_runs_in_place() {
     go.send(()).unwrap();
     assert_eq!(reported.recv_timeout(PATIENCE), Ok(7));
 }
+
+/// The blocking threads run their closures with the timer slack of the thread that built the
+/// runtime, not worker 0's 1 ns: neither a thread that ran worker 0 and went back to the pool,
+/// nor one that worker 0 started, which starts with its slack (Linux; `prctl`).
+#[cfg(all(target_os = "linux", not(miri)))]
+#[test]
+fn blocking_closures_run_with_the_timer_slack_of_the_thread_that_built_the_runtime() {
+    fn slack() -> libc::c_int {
+        // SAFETY: `PR_GET_TIMERSLACK` takes no argument and only reads this thread's slack.
+        unsafe { libc::prctl(libc::PR_GET_TIMERSLACK) }
+    }
+    let outside = slack();
+    let rt = one_worker();
+    let seen = rt
+        .block_on(rt.spawn(async {
+            let mut seen = Vec::new();
+            for _ in 0..3 {
+                // Worker 0 moves on to a blocking thread, and the thread it leaves goes back
+                // to the pool, idle; the closure runs there, or on a thread started for it.
+                block_once_the_worker_moved(|| ());
+                sleep(Duration::from_millis(5)).await;
+                seen.push(escapement::task::spawn_blocking(slack).await.unwrap());
+            }
+            seen
+        }))
+        .unwrap();
+    assert!(
+        seen.iter().all(|&s| s == outside),
+        "closures ran with timer slacks {seen:?}, the thread outside the runtime {outside}"
+    );
+}

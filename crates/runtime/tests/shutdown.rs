@@ -600,3 +600,53 @@ fn a_runtime_dropped_by_a_thread_locals_destructor_shuts_down() {
         );
     }
 }
+
+/// Drops its runtime, then says so.
+struct DropsRuntime(Option<Runtime>, std::sync::mpsc::Sender<()>);
+
+impl Drop for DropsRuntime {
+    fn drop(&mut self) {
+        drop(self.0.take());
+        let _ = self.1.send(());
+    }
+}
+
+std::thread_local! {
+    /// A runtime kept by one of its own worker threads, dropped as that thread exits.
+    static HELD_BY_WORKER: std::cell::RefCell<Option<DropsRuntime>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A thread the runtime started as its worker, which handed the worker off in
+/// `block_in_place` and so left its loop and exited, drops the runtime from a thread-local's
+/// destructor: the shutdown joins the runtime's other threads, not this one, which would
+/// fail, inside a destructor, and abort the process.
+#[test]
+fn a_runtime_dropped_by_a_thread_local_of_its_own_worker_thread_shuts_down() {
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .build()
+        .expect("a runtime");
+    let handle = rt.handle().clone();
+    let (dropped, was_dropped) = std::sync::mpsc::channel();
+    let held = Arc::new(Mutex::new(Some(DropsRuntime(Some(rt), dropped))));
+    drop(handle.spawn(async move {
+        let (moved, worker_moved) = std::sync::mpsc::channel();
+        // Runs once the worker is on another thread, so this one leaves the loop after the
+        // poll, and exits.
+        drop(escapement::spawn(async move {
+            let _ = moved.send(());
+        }));
+        escapement::task::block_in_place(|| {
+            worker_moved
+                .recv_timeout(Duration::from_secs(20))
+                .expect("the worker moved to another thread");
+            let runtime = held.lock().expect("not poisoned").take();
+            HELD_BY_WORKER.with(|slot| *slot.borrow_mut() = runtime);
+        });
+    }));
+    drop(handle);
+    was_dropped
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the runtime was dropped, and its drop returned");
+}

@@ -8,9 +8,10 @@ use super::thread_hooks::{ThreadHooks, ThreadNames};
 use super::{Handle, Runtime};
 use crate::loom::{Arc, CallbackArc};
 use crate::park::Parker;
-use crate::scheduler::worker::{Core, LiveWorker, Park, Worker};
+use crate::scheduler::worker::{self, Core, LiveWorker, Park, Worker};
 use crate::scheduler::{CoreSlot, Local, Remote, Shared};
 use crate::task::BlockingPool;
+use crate::time::park::TimerSlack;
 use crate::time::clock::Clock;
 use crate::time::driver::Driver;
 use crate::time::park::DriverParker;
@@ -525,7 +526,8 @@ impl Builder {
                 driver,
                 Arc::new(
                     BlockingPool::new(self.max_blocking_threads, self.keep_alive)
-                        .with_thread_hooks(self.hooks.clone()),
+                        .with_thread_hooks(self.hooks.clone())
+                        .with_timer_slack(TimerSlack::of_this_thread()),
                 ),
                 self.name.as_deref().map(Box::from),
                 self.hooks.clone(),
@@ -539,6 +541,7 @@ impl Builder {
             let hooks = self.hooks.clone();
             let current = handle.clone();
             let spawned = self.hooks.worker_builder(index).spawn(move || {
+                worker::mark_started_as(&current.shared, index);
                 // The start and stop callbacks see the runtime as the current one, as tokio's.
                 let _current = super::context::enter(current.clone());
                 // One of the live workers from before the start callback to after the stop

@@ -175,7 +175,13 @@ impl Runtime {
             while core.queue.pop().is_some() {}
         }
         // The threads a worker was handed to belong to the blocking pool, waited for below.
-        for thread in std::mem::take(&mut self.threads) {
+        // A thread cannot join itself: one the runtime started as a worker is left alone when
+        // a thread-local's destructor drops the runtime there, after the worker's loop.
+        let own_thread = worker::started_as_worker_of(shared);
+        for (index, thread) in std::mem::take(&mut self.threads).into_iter().enumerate() {
+            if own_thread == Some(index) {
+                continue;
+            }
             if (others_exited && !on_own_worker) || crate::loom::is_finished(&thread) {
                 let _ = thread.join();
             }

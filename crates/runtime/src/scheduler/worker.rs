@@ -480,6 +480,17 @@ pub(crate) struct Installed {
     role: Role,
 }
 
+/// Gives the thread its timer slack back when dropped.
+struct SlackBack(Option<crate::time::park::TimerSlack>);
+
+impl Drop for SlackBack {
+    fn drop(&mut self) {
+        if let Some(slack) = &self.0 {
+            slack.restore();
+        }
+    }
+}
+
 impl Worker {
     pub(crate) fn new(handle: Handle, index: usize) -> Worker {
         Worker {
@@ -512,8 +523,9 @@ impl Worker {
     /// does not wait for this thread.
     pub(crate) fn run_counted(mut self, core: Core) {
         let _enter = context::enter(self.handle.clone());
-        // A worker thread keeps the slack it is given until it exits.
-        let _slack = install(&self.handle, self.index, core);
+        // The thread gets its timer slack back when the loop ends, even by a panic: a
+        // blocking thread that ran a handed-off worker 0 goes on to run blocking closures.
+        let _slack = SlackBack(install(&self.handle, self.index, core).slack);
         let driver = self.shared().driver.clone();
         // The timers made on this thread count in its own shard, from its credit; dropped
         // after `_exit`, so the tasks that `Exit` drops still give their counts back to it.
@@ -768,6 +780,27 @@ impl Drop for Exit {
             self.0.owned.close_and_shutdown_all();
         }
         self.0.driver.metrics().exit_worker();
+    }
+}
+
+thread_local_const! {
+    /// On a thread a runtime started as one of its workers, for as long as the thread lives:
+    /// that runtime (the address of its `Shared`) and the worker's index. A runtime dropped
+    /// there by a thread-local's destructor, after the worker's loop, must not join the thread
+    /// it runs on.
+    static STARTED_AS: Cell<(usize, usize)> = Cell::new((0, 0));
+}
+
+/// Marks this thread, just started by `shared`'s runtime, as its worker `index`.
+pub(crate) fn mark_started_as(shared: &Shared, index: usize) {
+    STARTED_AS.with(|started| started.set((address_of(shared), index)));
+}
+
+/// The index of the worker this thread was started as, if `shared`'s runtime started it.
+pub(crate) fn started_as_worker_of(shared: &Shared) -> Option<usize> {
+    match STARTED_AS.try_with(Cell::get) {
+        Ok((address, index)) if address == address_of(shared) => Some(index),
+        _ => None,
     }
 }
 

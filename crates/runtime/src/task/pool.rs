@@ -87,6 +87,7 @@ use crate::loom::{thread, thread_local_const, Arc, Condvar, Mutex};
 use crate::runtime::context;
 use crate::runtime::thread_hooks::ThreadHooks;
 use crate::runtime::Handle;
+use crate::time::park::TimerSlack;
 
 thread_local_const! {
     /// The address of the pool whose thread this is, from before its start callback until it
@@ -150,6 +151,9 @@ pub(crate) struct BlockingPool<J> {
     keep_alive: Duration,
     /// The names, stack size and callbacks of the pool's threads.
     hooks: ThreadHooks,
+    /// The timer slack each thread sets as it starts: a thread started by worker 0 would
+    /// otherwise keep worker 0's.
+    slack: TimerSlack,
 }
 
 struct State<J> {
@@ -193,7 +197,15 @@ impl<J: Job> BlockingPool<J> {
             max_threads: max_threads.max(1),
             keep_alive,
             hooks: ThreadHooks::default(),
+            slack: TimerSlack::default(),
         }
+    }
+
+    /// The pool's threads start with `slack` (a default one: with the slack of the thread
+    /// that started them).
+    pub(crate) fn with_timer_slack(mut self, slack: TimerSlack) -> BlockingPool<J> {
+        self.slack = slack;
+        self
     }
 
     /// The pool's threads get `hooks`' names and stack size, and run its callbacks.
@@ -246,6 +258,7 @@ impl<J: Job> BlockingPool<J> {
         first: Option<NowJob>,
     ) -> io::Result<thread::JoinHandle<()>> {
         builder.spawn(move || {
+            pool.slack.restore();
             let current = runtime.map(context::enter);
             pool.enter_thread();
             pool.hooks.start();

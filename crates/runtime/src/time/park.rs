@@ -91,14 +91,24 @@ pub(crate) struct DriverUnparker {
 }
 
 /// A thread's timer slack from before it became worker 0 (see
-/// [`DriverParker::on_worker_thread`]).
-#[derive(Debug)]
+/// [`DriverParker::on_worker_thread`]), or the one the runtime's blocking threads start with.
+#[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct TimerSlack(
     #[cfg(all(not(loom), all(target_os = "linux", not(miri))))] Option<libc::c_ulong>,
     #[cfg(not(all(not(loom), all(target_os = "linux", not(miri)))))] (),
 );
 
 impl TimerSlack {
+    /// This thread's slack. A thread starts with the slack of the thread that started it, 1 ns
+    /// if that was worker 0, so the blocking pool gives its threads the slack of the thread
+    /// that built the runtime.
+    pub(crate) fn of_this_thread() -> TimerSlack {
+        #[cfg(all(not(loom), all(target_os = "linux", not(miri))))]
+        return TimerSlack(timerfd::timer_slack());
+        #[cfg(not(all(not(loom), all(target_os = "linux", not(miri)))))]
+        TimerSlack(())
+    }
+
     /// Gives this thread the slack it had back. Call it on the thread it came from.
     pub(crate) fn restore(&self) {
         #[cfg(all(not(loom), all(target_os = "linux", not(miri))))]
@@ -351,11 +361,17 @@ mod timerfd {
     /// Asks the kernel to fire this thread's timers with a nanosecond of slack instead of the
     /// default 50 µs; returns the slack the thread had (`None` if it could not be read).
     pub(super) fn minimal_timer_slack() -> Option<libc::c_ulong> {
+        let previous = timer_slack();
+        set_timer_slack(1);
+        previous
+    }
+
+    /// This thread's timer slack in nanoseconds (`None` if it could not be read).
+    pub(super) fn timer_slack() -> Option<libc::c_ulong> {
         // SAFETY: `PR_GET_TIMERSLACK` takes no argument and returns the calling thread's
         // slack, or -1 on failure.
-        let previous = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK) };
-        set_timer_slack(1);
-        libc::c_ulong::try_from(previous).ok()
+        let slack = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK) };
+        libc::c_ulong::try_from(slack).ok()
     }
 
     /// Sets this thread's timer slack to `slack` nanoseconds.
