@@ -53,6 +53,8 @@ models=(
     "42-blocking-thread-exits-before-the-queue-is-empty blocking_pool"
     "43-first-poll-registers-its-waker-after-the-link timer_repoll"
     "44-blocking-threads-cancel-the-queue-at-shutdown blocking_pool"
+    "45-watch-never-given-up overdue_handoff"
+    "46-every-stand-in-watches overdue_handoff"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

@@ -1,10 +1,15 @@
 //! Model 9: the overdue hand-off. While worker 0 may be stuck in a long poll, another worker
 //! fires overdue timers if the driver's lock is free. When worker 0 processes at the same
-//! moment, the timer still fires exactly once and wakes its task once.
+//! moment, the timer still fires exactly once and wakes its task once. While worker 0 is
+//! awake, one sleeping stand-in at a time is the watch.
 #![cfg(loom)]
+
+use std::time::Duration;
 
 use escapement::loom_api::{Driver, TimerPoll};
 use escapement_loom_tests::{counting_waker, registered_timer};
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::Arc;
 use loom::thread;
 
 #[test]
@@ -84,5 +89,43 @@ fn a_stand_in_does_not_count_on_worker0_it_just_woke() {
             "a stand-in counted on worker 0 while waking it"
         );
         parked.join().unwrap();
+    });
+}
+
+/// While worker 0 is awake, one sleeping stand-in at a time is the watch, which sleeps at most
+/// a millisecond even with no timer pending, so that a timer registered after it went to
+/// sleep (by worker 0 before a long poll, or from outside) is not missed. Two stand-ins racing
+/// for it: at most one is the watch at any moment, at least one of them is, and the watch is
+/// free again once they are done.
+#[test]
+fn one_stand_in_at_a_time_is_the_watch() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(false);
+        let inside = Arc::new(AtomicUsize::new(0));
+        let stand_in = |driver: Driver, inside: Arc<AtomicUsize>| {
+            driver.as_watch(|timeout| {
+                assert_eq!(
+                    inside.fetch_add(1, Ordering::SeqCst),
+                    0,
+                    "two watches at once"
+                );
+                assert!(
+                    timeout.is_some_and(|t| t <= Duration::from_millis(1)),
+                    "the watch sleeps {timeout:?} with no timer pending"
+                );
+                inside.fetch_sub(1, Ordering::SeqCst);
+            })
+        };
+        let other = {
+            let (driver, inside) = (driver.clone(), inside.clone());
+            thread::spawn(move || stand_in(driver, inside))
+        };
+        let here = stand_in(driver.clone(), inside.clone());
+        let there = other.join().unwrap();
+        assert!(here.is_some() || there.is_some(), "no stand-in watched");
+        assert!(
+            driver.as_watch(|_| ()).is_some(),
+            "the watch was not given up"
+        );
     });
 }

@@ -154,7 +154,16 @@ impl Driver {
     /// How long a thread other than worker 0 would park before it looks for overdue timers:
     /// `None` when it would count on worker 0 and park until woken.
     pub fn stand_in_timeout(&self) -> Option<Duration> {
-        self.inner.stand_in_timeout()
+        self.inner.stand_in_timeout(false)
+    }
+
+    /// Whether this thread, about to sleep as a stand-in, became the watch (then `f` runs
+    /// while it is), and how long it would sleep.
+    pub fn as_watch<R>(&self, f: impl FnOnce(Option<Duration>) -> R) -> Option<R> {
+        let watch = self.inner.try_watch()?;
+        let result = f(self.inner.stand_in_timeout(true));
+        drop(watch);
+        Some(result)
     }
 
     /// What a worker other than worker 0 does each few turns: fire overdue timers in each

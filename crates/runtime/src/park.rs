@@ -155,7 +155,10 @@ impl Parker {
     /// worker 0 is not parked on the next timer it may be stuck in a long poll, so the thread
     /// sleeps only until that timer and then fires what is overdue in each shard whose lock
     /// is free: it stands in for worker 0. Worker 0 with an unpark on its way counts as not
-    /// parked: it is about to run whatever woke it, which may be that long poll.
+    /// parked: it is about to run whatever woke it, which may be that long poll. One such
+    /// thread at a time, the watch, sleeps at most
+    /// [`STAND_IN_WATCH`](crate::time::driver::STAND_IN_WATCH) even with no timer pending or
+    /// a later one, so that a timer registered after it went to sleep is not missed.
     ///
     /// If the wheel is overdue already and the thread fires nothing (the locks are held:
     /// typically worker 0 working through a backlog, or a worker registering), it sleeps
@@ -163,7 +166,13 @@ impl Parker {
     /// same: its caller would otherwise spin on the check for as long as the backlog lasts.
     pub(crate) fn park_standing_in(&self) {
         let driver = &self.inner.driver;
-        match driver.stand_in_timeout() {
+        // While worker 0 is awake, one of the sleeping stand-ins is the watch, which wakes up
+        // every `STAND_IN_WATCH`: the others would not hear of a timer registered after they
+        // went to sleep. Not under loom, which has no time: the watch's park would return at
+        // once, and the thread would spin (`loom-tests/tests/overdue_handoff.rs` models the
+        // watch's claim).
+        let watch = driver.try_watch().filter(|_| !cfg!(loom));
+        match driver.stand_in_timeout(watch.is_some()) {
             Some(timeout) if timeout.is_zero() => {
                 if !driver.try_process_overdue() {
                     self.park_timeout(STAND_IN_GRACE);

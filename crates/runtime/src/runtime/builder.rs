@@ -11,10 +11,10 @@ use crate::park::Parker;
 use crate::scheduler::worker::{self, Core, LiveWorker, Park, Worker};
 use crate::scheduler::{CoreSlot, Local, Remote, Shared};
 use crate::task::BlockingPool;
-use crate::time::park::TimerSlack;
 use crate::time::clock::Clock;
 use crate::time::driver::Driver;
 use crate::time::park::DriverParker;
+use crate::time::park::TimerSlack;
 
 /// The default length of a timer tick.
 const DEFAULT_TICK: Duration = Duration::from_millis(1);

@@ -137,6 +137,24 @@ pub(crate) const WAKE_BATCH: usize = 32;
 /// waits before it looks again.
 pub(crate) const STAND_IN_GRACE: Duration = Duration::from_micros(200);
 
+/// The longest that one idle thread other than worker 0, the watch, sleeps while worker 0 is
+/// not parked. Worker 0 may be stuck in a long poll then, and a timer registered after the
+/// idle threads went to sleep (by worker 0 before the poll, or from outside) wakes no one, as
+/// only a registration earlier than worker 0's park makes a syscall. The watch wakes up
+/// this often to fire what is overdue, so such a timer is late by at most this much and the
+/// grace. One thread watches at a time, so an idle runtime whose worker 0 is busy pays this
+/// many wake-ups a second, whatever its worker count; a busy or parked worker 0 pays none.
+pub(crate) const STAND_IN_WATCH: Duration = Duration::from_millis(1);
+
+/// The thread that holds it is the watch (see [`Driver::try_watch`]).
+pub(crate) struct Watch<'a>(&'a AtomicBool);
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
+}
+
 /// The part of a timer entry the driver shares with its owner.
 pub(crate) struct TimerShared {
     pub(crate) state: AtomicU64,
@@ -215,6 +233,8 @@ pub(crate) struct Driver {
     /// poll, so an idle worker parks with a timeout for the next timer and fires it if worker
     /// 0 has not (see `scheduler::worker`). Written only when worker 0 parks and wakes.
     worker0_parked: AtomicBool,
+    /// Whether a thread other than worker 0 is parked as the watch (see [`STAND_IN_WATCH`]).
+    watching: AtomicBool,
     metrics: Metrics,
     /// Under loom only: each `DriverRef` reads this cell as it lets go, and the driver writes
     /// it as it is dropped, so loom reports a use through a reference that is not ordered
@@ -301,6 +321,7 @@ impl Driver {
             active: AtomicUsize::new(active),
             waking: AtomicUsize::new(0),
             worker0_parked: AtomicBool::new(false),
+            watching: AtomicBool::new(false),
             metrics: Metrics::new(workers, metrics),
             #[cfg(loom)]
             alive: Alive(crate::loom::UnsafeCell::new(())),
@@ -584,10 +605,30 @@ impl Driver {
     }
 
     /// How long a thread other than worker 0 may sleep before it looks whether worker 0 is
-    /// stuck and the wheel overdue: `None` (until woken) when no timer is pending, the clock
-    /// is paused, or worker 0 is parked and will wake for the next timer itself.
-    pub(crate) fn stand_in_timeout(&self) -> Option<Duration> {
-        self.time_to_next().filter(|_| !self.worker0_parked())
+    /// stuck and the wheel overdue: `None` (until woken) when worker 0 is parked and will wake
+    /// for the next timer itself, or when no timer is pending or the clock is paused, unless
+    /// the thread is the watch (`watching`), which sleeps at most [`STAND_IN_WATCH`] on a
+    /// running clock.
+    pub(crate) fn stand_in_timeout(&self, watching: bool) -> Option<Duration> {
+        let next = self.time_to_next();
+        if watching && !self.clock.is_paused() {
+            // The watch is taken only while worker 0 is not parked.
+            return Some(next.map_or(STAND_IN_WATCH, |next| next.min(STAND_IN_WATCH)));
+        }
+        next.filter(|_| !self.worker0_parked())
+    }
+
+    /// Makes the calling thread, about to sleep as a stand-in, the watch, unless another is or
+    /// worker 0 is parked; it stays the watch until the guard drops.
+    pub(crate) fn try_watch(&self) -> Option<Watch<'_>> {
+        if self.worker0_parked() {
+            return None;
+        }
+        // Relaxed: the flag only spreads the watching; it orders nothing else.
+        self.watching
+            .compare_exchange(false, true, Ordering::Relaxed, Ordering::Relaxed)
+            .ok()
+            .map(|_| Watch(&self.watching))
     }
 
     /// Worker 0 woke up.
