@@ -665,3 +665,29 @@ fn blocking_closures_run_with_the_timer_slack_of_the_thread_that_built_the_runti
         "closures ran with timer slacks {seen:?}, the thread outside the runtime {outside}"
     );
 }
+
+/// Dropping the runtime while a closure waits on one of its timers returns at once: the
+/// shutdown wakes the timers before it waits for the threads in closures, and the closure's
+/// sleep then panics, as tokio's does, where the drop waited an hour.
+#[test]
+fn dropping_the_runtime_while_a_closure_waits_on_its_timer_returns() {
+    let rt = one_worker();
+    let (waiting, closure_waits) = mpsc::channel();
+    drop(rt.spawn(async move {
+        block_once_the_worker_moved(move || {
+            waiting.send(()).unwrap();
+            Handle::current().block_on(sleep(Duration::from_secs(3600)));
+        });
+    }));
+    closure_waits
+        .recv_timeout(PATIENCE)
+        .expect("the closure runs");
+    let (dropped, was_dropped) = mpsc::channel();
+    thread::spawn(move || {
+        drop(rt);
+        let _ = dropped.send(());
+    });
+    was_dropped
+        .recv_timeout(PATIENCE)
+        .expect("the drop returned without waiting for the hour");
+}

@@ -132,7 +132,10 @@ impl Runtime {
     ///
     /// Every task is cancelled (its future dropped, by the workers as they leave, so a slow
     /// destructor delays a worker rather than this call) and every pending timer of the
-    /// runtime is woken, never to fire. Blocking closures that have started run to the end,
+    /// runtime is woken, never to fire: after the workers running their loop have left, and
+    /// before the wait for a thread in the closure of a
+    /// [`block_in_place`](crate::task::block_in_place), which may be waiting on one of those
+    /// timers (its poll then panics). Blocking closures that have started run to the end,
     /// and so do those still queued, as tokio's; those passed after the shutdown are
     /// cancelled.
     ///
@@ -150,9 +153,9 @@ impl Runtime {
         self.shutdown_timeout(Duration::ZERO);
     }
 
-    /// Shuts down: stop the workers, cancel every task, wake every timer, then wait for the
-    /// blocking closures (not from async code or one of them), all within `timeout` (`None`:
-    /// as long as they take).
+    /// Shuts down: stop the workers, wake every timer, wait for the threads in closures of
+    /// `block_in_place`, cancel every task, then wait for the blocking closures (not from
+    /// async code or one of them), all within `timeout` (`None`: as long as they take).
     fn shutdown(&mut self, timeout: Option<Duration>) {
         let shared = &self.handle.shared;
         if shared.is_shutdown() && self.threads.is_empty() {
@@ -166,9 +169,16 @@ impl Runtime {
             slot.barrier();
         }
         // A runtime dropped on one of its own workers cannot wait for that worker, which is
-        // in the poll doing the drop; it waits for the others.
+        // in the poll doing the drop; it waits for the others. First for those running a
+        // worker; then, with the timers woken, for those in the closure of a `block_in_place`
+        // that handed their worker off, as one may be waiting on a timer of the runtime
+        // (`Handle::block_on(sleep(d))`), which then panics, as tokio's does.
         let on_own_worker = worker::is_worker_of(shared);
-        let others_exited = shared.wait_for_workers(usize::from(on_own_worker), deadline);
+        let in_own_closure = on_own_worker && worker::is_in_handed_off_closure();
+        let running = usize::from(on_own_worker && !in_own_closure);
+        shared.wait_for_workers(running, false, deadline);
+        shared.driver.shutdown();
+        let others_exited = shared.wait_for_workers(usize::from(on_own_worker), true, deadline);
         // A current-thread runtime's worker left in its slot leaves here, as a worker thread
         // does at shutdown: what its queue holds is dropped.
         if let Some(core) = shared.core_slot.as_ref().and_then(|slot| slot.take()) {
@@ -198,7 +208,6 @@ impl Runtime {
             shared.owned.close_and_shutdown_all();
         }
         shared.drain_injector();
-        shared.driver.shutdown();
         // Idle blocking threads exit now, busy ones once their closure returns and the queue
         // is empty; the queued closures run, those a future's drop passed to
         // `spawn_blocking` just above among them.

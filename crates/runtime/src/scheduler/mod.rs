@@ -40,7 +40,7 @@ pub(crate) struct Shared {
     shutdown: AtomicBool,
     /// Worker threads still in their loop (those a worker was handed to by
     /// `block_in_place` included), and a condvar the shutdown waits on.
-    live_workers: Mutex<usize>,
+    live_workers: Mutex<LiveWorkers>,
     workers_exited: Condvar,
     /// What the workers run around a park (the builder's `on_thread_park` and
     /// `on_thread_unpark`).
@@ -86,7 +86,10 @@ impl Shared {
             driver,
             blocking,
             shutdown: AtomicBool::new(false),
-            live_workers: Mutex::new(threads),
+            live_workers: Mutex::new(LiveWorkers {
+                all: threads,
+                in_closures: 0,
+            }),
             workers_exited: Condvar::new(),
             hooks,
             global_queue_interval,
@@ -144,26 +147,47 @@ impl Shared {
     /// A thread is about to enter the worker loop in place of one that stays in it until its
     /// current poll returns (`block_in_place`).
     pub(crate) fn worker_entered(&self) {
-        *self.live_workers.lock() += 1;
+        self.live_workers.lock().all += 1;
     }
 
     pub(crate) fn worker_exited(&self) {
         let mut live = self.live_workers.lock();
-        *live -= 1;
+        live.all -= 1;
         // Every exit, not only the last: a shutdown on one of the workers waits for all but
         // its own.
         self.workers_exited.notify_all();
     }
 
-    /// Waits until at most `remaining` workers are still in their loop, or `deadline`
-    /// passed; returns whether they were.
+    /// A live worker thread that handed its worker off enters the closure of
+    /// `block_in_place` (`true`), or returns from it (`false`).
+    pub(crate) fn worker_in_closure(&self, entering: bool) {
+        let mut live = self.live_workers.lock();
+        if entering {
+            live.in_closures += 1;
+        } else {
+            live.in_closures -= 1;
+            self.workers_exited.notify_all();
+        }
+    }
+
+    /// Waits until at most `remaining` workers are still in their loop, not counting those
+    /// in a closure of `block_in_place` unless `closures`, or `deadline` passed; returns
+    /// whether they were.
     pub(crate) fn wait_for_workers(
         &self,
         remaining: usize,
+        closures: bool,
         deadline: Option<std::time::Instant>,
     ) -> bool {
+        let waited_for = |live: &LiveWorkers| {
+            if closures {
+                live.all
+            } else {
+                live.all - live.in_closures
+            }
+        };
         let mut live = self.live_workers.lock();
-        while *live > remaining {
+        while waited_for(&live) > remaining {
             match deadline {
                 None => live = self.workers_exited.wait(live),
                 Some(deadline) => {
@@ -177,6 +201,15 @@ impl Shared {
         }
         true
     }
+}
+
+/// The count a shutdown waits on.
+struct LiveWorkers {
+    /// Worker threads still in their loop.
+    all: usize,
+    /// Those of them in the closure of a `block_in_place` that handed their worker to
+    /// another thread: they run no worker until the closure returns.
+    in_closures: usize,
 }
 
 fn steal_any(injector: &Injector<Notified<Handle>>) -> Option<Notified<Handle>> {

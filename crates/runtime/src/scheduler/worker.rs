@@ -203,6 +203,21 @@ pub(crate) fn defer_yielded(shared: &Shared, task: Task) -> Result<(), Task> {
     task.map_or(Ok(()), Err)
 }
 
+/// Whether this thread is in the closure of a `block_in_place` that handed its worker to
+/// another thread.
+pub(crate) fn is_in_handed_off_closure() -> bool {
+    ROLE.try_with(|role| role.get() == Role::HandedOff)
+        .unwrap_or(false)
+        && LOCAL
+            .try_with(|local| {
+                local
+                    .borrow()
+                    .as_ref()
+                    .is_some_and(|local| local.in_closure)
+            })
+            .unwrap_or(false)
+}
+
 /// Whether this thread is one of the workers of the runtime `shared` belongs to (counted
 /// among its live workers), with its core or having handed it off, now or as the worker it
 /// was before a current-thread runtime's `block_on` made it that runtime's.
@@ -321,8 +336,11 @@ pub(crate) fn hand_off() -> Option<InClosure> {
             taken: None,
         });
     }
-    // Step 3: this thread's timer metrics go to the shared block from now on.
+    // Step 3: this thread's timer metrics go to the shared block from now on, and a
+    // shutdown waits for it only after it has woken the timers, which the closure may be
+    // waiting on.
     shared.driver.metrics().exit_worker();
+    shared.worker_in_closure(true);
     ROLE.with(|role| role.set(Role::HandedOff));
     Some(InClosure {
         was_in_closure: set_in_closure(true),
@@ -400,6 +418,7 @@ impl Drop for InClosure {
         let Some(taken) = &self.taken else {
             return;
         };
+        taken.handle.shared.worker_in_closure(false);
         // The lock decides between this thread and the job: whichever takes the core runs
         // the worker, and the other finds the slot empty.
         let core = taken.slot.lock().take();

@@ -39,7 +39,9 @@ use crate::task::coop;
 /// does not move on its own while `f` runs, as for `spawn_blocking`: an `f` that waits for
 /// one of the runtime's timers then waits until another thread moves the clock
 /// ([`time::advance`](crate::time::advance)). Dropping the runtime waits for `f` to return,
-/// as for any task poll in progress.
+/// as for any task poll in progress, but wakes the runtime's timers first: an `f` waiting on
+/// one (`Handle::block_on(sleep(d))`) then panics, as on tokio, instead of holding the drop
+/// up until the timer's deadline.
 ///
 /// # Examples
 ///
