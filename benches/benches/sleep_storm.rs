@@ -35,7 +35,8 @@ use rand::{Rng, SeedableRng};
 mod common;
 
 use common::{
-    child_args, print_result, started_by_cargo_bench, worker_counts, Escapement, Rt, Runs, Tokio,
+    child_args, cpu_time, peak_rss_kib, print_result, started_by_cargo_bench, worker_counts,
+    Escapement, Rt, Runs, Tokio,
 };
 
 /// Tasks in the storm.
@@ -150,26 +151,4 @@ fn storm<R: Rt>(rt: &R) -> Sample {
         cpu_s: cpu.as_secs_f64(),
         peak_rss_mib: peak_rss_kib() as f64 / 1024.0,
     }
-}
-
-/// The process's user + system CPU time so far.
-fn cpu_time() -> Duration {
-    let usage = rusage();
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
-}
-
-/// The process's peak resident set size, in KiB (Linux's unit for `ru_maxrss`).
-fn peak_rss_kib() -> u64 {
-    rusage().ru_maxrss as u64
-}
-
-fn rusage() -> libc::rusage {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::uninit();
-    // SAFETY: `getrusage` writes a whole `rusage` to the pointer, which is valid for writes
-    // of one; it fails only for an invalid `who`, and `RUSAGE_SELF` is valid.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
-    assert_eq!(rc, 0, "getrusage: {}", std::io::Error::last_os_error());
-    // SAFETY: `getrusage` succeeded, so it initialised `usage`.
-    unsafe { usage.assume_init() }
 }

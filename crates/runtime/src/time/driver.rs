@@ -142,9 +142,11 @@ pub(crate) const STAND_IN_GRACE: Duration = Duration::from_micros(200);
 /// idle threads went to sleep (by worker 0 before the poll, or from outside) wakes no one, as
 /// only a registration earlier than worker 0's park makes a syscall. The watch wakes up
 /// this often to fire what is overdue, so such a timer is late by at most this much and the
-/// grace. One thread watches at a time, so an idle runtime whose worker 0 is busy pays this
-/// many wake-ups a second, whatever its worker count; a busy or parked worker 0 pays none.
-pub(crate) const STAND_IN_WATCH: Duration = Duration::from_millis(1);
+/// grace. One thread watches at a time: while worker 0 is awake and another thread sleeps,
+/// the runtime pays 200 wake-ups a second, whatever its worker count, and none otherwise. A
+/// shorter period costs more CPU, a longer one more lateness (`docs/benchmarks.md`, "The
+/// watch").
+pub(crate) const STAND_IN_WATCH: Duration = Duration::from_millis(5);
 
 /// The thread that holds it is the watch (see [`Driver::try_watch`]).
 pub(crate) struct Watch<'a>(&'a AtomicBool);
