@@ -143,12 +143,13 @@ impl Parker {
 
     /// Blocks until unparked (or returns at once if an unpark is pending).
     pub(crate) fn park(&self) {
-        self.park_until(None);
+        let _ = self.park_until(None);
     }
 
     /// Blocks until unparked or `timeout` passes.
-    pub(crate) fn park_timeout(&self, timeout: Duration) {
-        self.park_until(Some(timeout));
+    /// Returns whether it was unparked (rather than timed out).
+    pub(crate) fn park_timeout(&self, timeout: Duration) -> bool {
+        self.park_until(Some(timeout))
     }
 
     /// Parks a thread other than worker 0 (another worker, or a thread in `block_on`). While
@@ -171,39 +172,67 @@ impl Parker {
         // went to sleep. Not under loom, which has no time: the watch's park would return at
         // once, and the thread would spin (`loom-tests/tests/overdue_handoff.rs` models the
         // watch's claim).
-        let watch = driver.try_watch().filter(|_| !cfg!(loom));
-        match driver.stand_in_timeout(watch.is_some()) {
-            Some(timeout) if timeout.is_zero() => {
-                if !driver.try_process_overdue() {
-                    self.park_timeout(STAND_IN_GRACE);
+        loop {
+            let mut watch = driver.try_watch().filter(|_| !cfg!(loom));
+            let timeout = driver.stand_in_timeout(watch.is_some());
+            if timeout.is_none() {
+                // A thread that sleeps until woken (the clock was paused meanwhile) leaves the
+                // watching to another.
+                watch = None;
+            }
+            // Whether the thread goes back to its caller: it was unparked, it fired timers (a
+            // worker then finds the tasks they woke in its queue), or it found the wheel
+            // overdue and locked, and slept the grace (as before it parked).
+            let done = match timeout {
+                Some(timeout) if timeout.is_zero() => {
+                    if !driver.try_process_overdue() {
+                        self.park_timeout(STAND_IN_GRACE);
+                    }
+                    true
                 }
+                Some(timeout) => {
+                    let unparked = self.park_timeout(timeout);
+                    driver.try_process_overdue() || unparked
+                }
+                None => {
+                    self.park();
+                    true
+                }
+            };
+            drop(watch);
+            // Otherwise it goes back to sleep here, not through its caller's loop: a
+            // `block_on` would poll its future again though nothing woke it, and a worker
+            // would run its park callbacks again.
+            if done {
+                return;
             }
-            Some(timeout) => {
-                self.park_timeout(timeout);
-                driver.try_process_overdue();
-            }
-            None => self.park(),
         }
     }
 
-    fn park_until(&self, timeout: Option<Duration>) {
+    /// Returns whether it was unparked (rather than timed out).
+    fn park_until(&self, timeout: Option<Duration>) -> bool {
         let inner = &*self.inner;
         let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
         // Taking the lock before `PARKED` is visible means an unparker that sees `PARKED`
         // and then takes the lock finds us inside `wait`.
         let mut guard = inner.lock.lock();
         if inner.state.start(&inner.driver) == ParkStart::Notified {
-            return;
+            return true;
         }
+        let mut unparked = true;
         while !inner.state.is_notified() {
             match (timeout, deadline) {
                 (None, _) => guard = inner.condvar.wait(guard),
                 // loom has no time: a short timed park stands for "the timeout came".
                 #[cfg(loom)]
-                (Some(t), _) if t <= crate::time::park::LOOM_SHORT_PARK => break,
+                (Some(t), _) if t <= crate::time::park::LOOM_SHORT_PARK => {
+                    unparked = false;
+                    break;
+                }
                 (Some(_), Some(deadline)) => {
                     let now = std::time::Instant::now();
                     if now >= deadline {
+                        unparked = false;
                         break;
                     }
                     guard = inner.condvar.wait_for(guard, deadline - now);
@@ -213,6 +242,7 @@ impl Parker {
         }
         drop(guard);
         inner.state.finish(&inner.driver);
+        unparked
     }
 }
 

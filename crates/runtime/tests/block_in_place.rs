@@ -691,3 +691,47 @@ fn dropping_the_runtime_while_a_closure_waits_on_its_timer_returns() {
         .recv_timeout(PATIENCE)
         .expect("the drop returned without waiting for the hour");
 }
+
+/// A runtime dropped in a current-thread `block_on` inside its own `block_in_place` closure
+/// still waits for its workers running a poll before it wakes the timers: a task there that
+/// polls a sleep after the drop began does not panic.
+#[test]
+fn a_runtime_dropped_under_a_nested_block_on_waits_for_its_running_workers_first() {
+    let rt = escapement::Builder::new()
+        .worker_threads(2)
+        .build()
+        .expect("a runtime");
+    let (running, task_runs) = mpsc::channel();
+    let (polled, did_it_panic) = mpsc::channel();
+    drop(rt.spawn(async move {
+        running.send(()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let panicked = std::panic::catch_unwind(|| {
+            let (_wakes, waker) = support::CountingWaker::waker();
+            let timer = std::pin::pin!(sleep(Duration::from_millis(1)));
+            support::poll_once(timer, &waker)
+        })
+        .is_err();
+        polled.send(panicked).unwrap();
+    }));
+    task_runs.recv_timeout(PATIENCE).expect("the task runs");
+    let held = Arc::new(std::sync::Mutex::new(Some(rt)));
+    let handle = held.lock().unwrap().as_ref().unwrap().handle().clone();
+    let (dropped, was_dropped) = mpsc::channel();
+    drop(handle.spawn(async move {
+        block_in_place(|| {
+            let inner = escapement::Builder::new_current_thread()
+                .build()
+                .expect("a runtime");
+            inner.block_on(async { drop(held.lock().unwrap().take()) });
+            dropped.send(()).unwrap();
+        });
+    }));
+    was_dropped
+        .recv_timeout(PATIENCE)
+        .expect("the drop returned");
+    assert!(
+        !did_it_panic.recv_timeout(PATIENCE).unwrap(),
+        "the running task's sleep panicked: the timers were woken before its poll returned"
+    );
+}

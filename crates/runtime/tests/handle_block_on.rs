@@ -110,3 +110,49 @@ fn after_the_runtime_is_dropped_the_future_runs_and_its_tasks_are_cancelled() {
     assert_eq!(answer, 42);
     assert!(task.expect_err("no worker runs it").is_cancelled());
 }
+
+/// A future that counts its polls, wakes itself once from another thread after 200 ms, and
+/// is ready once woken.
+fn woken_once_after_a_while(polls: &mut usize) -> impl std::future::Future<Output = ()> + '_ {
+    let woken = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    std::future::poll_fn(move |cx| {
+        *polls += 1;
+        if woken.load(std::sync::atomic::Ordering::SeqCst) {
+            return std::task::Poll::Ready(());
+        }
+        if *polls == 1 {
+            let (waker, woken) = (cx.waker().clone(), woken.clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                woken.store(true, std::sync::atomic::Ordering::SeqCst);
+                waker.wake();
+            });
+        }
+        std::task::Poll::Pending
+    })
+}
+
+/// A `Handle::block_on` polls its future only when it is woken: while worker 0 is stuck and
+/// the thread is the watch, which wakes up every few milliseconds, and after the runtime was
+/// dropped, when there is no timer left to watch.
+#[test]
+fn the_future_is_polled_only_when_woken_while_watching_and_after_the_drop() {
+    let rt = running(1);
+    let handle = rt.handle().clone();
+    let (stuck, worker0_stuck) = std::sync::mpsc::channel();
+    drop(rt.spawn(async move {
+        stuck.send(()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(400));
+    }));
+    worker0_stuck.recv().unwrap();
+    let mut polls = 0;
+    handle.block_on(woken_once_after_a_while(&mut polls));
+    assert_eq!(
+        polls, 2,
+        "polled {polls} times for one wake while worker 0 was stuck"
+    );
+    drop(rt);
+    let mut polls = 0;
+    handle.block_on(woken_once_after_a_while(&mut polls));
+    assert_eq!(polls, 2, "polled {polls} times for one wake after the drop");
+}

@@ -650,3 +650,45 @@ fn a_runtime_dropped_by_a_thread_local_of_its_own_worker_thread_shuts_down() {
         .recv_timeout(Duration::from_secs(20))
         .expect("the runtime was dropped, and its drop returned");
 }
+
+/// Polls a new sleep once when dropped, and says whether that panicked.
+struct PollsASleepOnDrop(Arc<AtomicBool>, std::sync::mpsc::Sender<bool>);
+
+impl Drop for PollsASleepOnDrop {
+    fn drop(&mut self) {
+        let panicked = std::panic::catch_unwind(|| {
+            let (_wakes, waker) = CountingWaker::waker();
+            let timer = std::pin::pin!(sleep(Duration::from_millis(1)));
+            poll_once(timer, &waker)
+        })
+        .is_err();
+        self.0.store(true, Ordering::SeqCst);
+        let _ = self.1.send(panicked);
+    }
+}
+
+/// The thread dropping a runtime cancels the tasks left (a current-thread runtime's, with no
+/// `block_on` running) before it wakes the timers, so a future's `Drop` that uses a timer
+/// still finds the driver up, as a worker's cancelling does and as on tokio.
+#[test]
+fn tasks_cancelled_by_the_dropping_thread_drop_before_the_timers_shut_down() {
+    let rt = escapement::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    let dropped = Arc::new(AtomicBool::new(false));
+    let (panicked, did_it_panic) = std::sync::mpsc::channel();
+    let guard = PollsASleepOnDrop(dropped.clone(), panicked);
+    rt.block_on(async {
+        drop(escapement::spawn(async move {
+            let _guard = guard;
+            pending::<()>().await;
+        }));
+        escapement::task::yield_now().await;
+    });
+    drop(rt);
+    assert!(dropped.load(Ordering::SeqCst), "the task was dropped");
+    assert!(
+        !did_it_panic.recv().unwrap(),
+        "the sleep polled in the task's drop panicked: the driver was already shut down"
+    );
+}

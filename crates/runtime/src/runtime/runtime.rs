@@ -153,8 +153,8 @@ impl Runtime {
         self.shutdown_timeout(Duration::ZERO);
     }
 
-    /// Shuts down: stop the workers, wake every timer, wait for the threads in closures of
-    /// `block_in_place`, cancel every task, then wait for the blocking closures (not from
+    /// Shuts down: stop the workers, cancel every task, wake every timer, wait for the
+    /// threads in closures of `block_in_place`, then for the blocking closures (not from
     /// async code or one of them), all within `timeout` (`None`: as long as they take).
     fn shutdown(&mut self, timeout: Option<Duration>) {
         let shared = &self.handle.shared;
@@ -170,20 +170,36 @@ impl Runtime {
         }
         // A runtime dropped on one of its own workers cannot wait for that worker, which is
         // in the poll doing the drop; it waits for the others. First for those running a
-        // worker; then, with the timers woken, for those in the closure of a `block_in_place`
-        // that handed their worker off, as one may be waiting on a timer of the runtime
-        // (`Handle::block_on(sleep(d))`), which then panics, as tokio's does.
+        // worker's loop: they cancel the tasks as they leave.
         let on_own_worker = worker::is_worker_of(shared);
-        let in_own_closure = on_own_worker && worker::is_in_handed_off_closure();
+        let in_own_closure = on_own_worker && worker::is_in_handed_off_closure(shared);
         let running = usize::from(on_own_worker && !in_own_closure);
-        shared.wait_for_workers(running, false, deadline);
-        shared.driver.shutdown();
-        let others_exited = shared.wait_for_workers(usize::from(on_own_worker), true, deadline);
+        let running_exited = shared.wait_for_workers(running, false, deadline);
         // A current-thread runtime's worker left in its slot leaves here, as a worker thread
         // does at shutdown: what its queue holds is dropped.
         if let Some(core) = shared.core_slot.as_ref().and_then(|slot| slot.take()) {
             while core.queue.pop().is_some() {}
         }
+        {
+            // Inside the runtime's context, so what a task's future does as it is dropped
+            // (spawn, read the handle, make a timer) finds its runtime, as on a worker.
+            // Unless the thread is exiting and its context is gone (a runtime held by a
+            // thread-local, dropped by its destructor).
+            let _context = context::try_enter(self.handle.clone());
+            // The workers that exited cancelled the tasks (`worker.rs`, `Exit`). Once they
+            // all have, this finds none left, unless this thread is the only worker; a
+            // worker still busy past the timeout cancels them when it exits, not this thread.
+            // Before the timers are woken, so a future's drop still finds them working.
+            if running_exited {
+                shared.owned.close_and_shutdown_all();
+            }
+            shared.drain_injector();
+            shared.driver.shutdown();
+        }
+        // Then for the threads in the closure of a `block_in_place` that handed their worker
+        // off, with the timers woken: one may be waiting on a timer of the runtime
+        // (`Handle::block_on(sleep(d))`), whose poll now panics, as tokio's does.
+        let others_exited = shared.wait_for_workers(usize::from(on_own_worker), true, deadline);
         // The threads a worker was handed to belong to the blocking pool, waited for below.
         // A thread cannot join itself: one the runtime started as a worker is left alone when
         // a thread-local's destructor drops the runtime there, after the worker's loop.
@@ -196,17 +212,7 @@ impl Runtime {
                 let _ = thread.join();
             }
         }
-        // Inside the runtime's context, so what a task's future does as it is dropped
-        // (spawn, read the handle, make a timer) finds its runtime, as on a worker.
-        // Unless the thread is exiting and its context is gone (a runtime held by a
-        // thread-local, dropped by its destructor).
-        let _context = context::try_enter(self.handle.clone());
-        // The workers that exited cancelled the tasks (`worker.rs`, `Exit`). Once they all
-        // have, this finds none left, unless this thread is the only worker; a worker still
-        // busy past the timeout cancels them when it exits, not this thread.
-        if others_exited {
-            shared.owned.close_and_shutdown_all();
-        }
+        // What the threads in closures woke as they left.
         shared.drain_injector();
         // Idle blocking threads exit now, busy ones once their closure returns and the queue
         // is empty; the queued closures run, those a future's drop passed to

@@ -64,7 +64,7 @@ use super::Shared;
 use crate::loom::{thread_local_const, Arc, Mutex};
 use crate::park::Parker;
 use crate::runtime::context;
-use crate::runtime::Handle;
+use crate::runtime::{Handle, Id as RuntimeId};
 use crate::task::{coop, BlockingPool, Notified};
 use crate::time::driver_ref::InShard;
 use crate::time::park::DriverParker;
@@ -203,19 +203,24 @@ pub(crate) fn defer_yielded(shared: &Shared, task: Task) -> Result<(), Task> {
     task.map_or(Ok(()), Err)
 }
 
-/// Whether this thread is in the closure of a `block_in_place` that handed its worker to
-/// another thread.
-pub(crate) fn is_in_handed_off_closure() -> bool {
-    ROLE.try_with(|role| role.get() == Role::HandedOff)
+/// Whether this thread, as a worker of `shared`'s runtime, is in the closure of a
+/// `block_in_place` that handed the worker to another thread: its entry for that runtime,
+/// on top or under another runtime's (a current-thread `block_on` in the closure), is in a
+/// closure and has no queue.
+pub(crate) fn is_in_handed_off_closure(shared: &Shared) -> bool {
+    LOCAL
+        .try_with(|local| {
+            let local = local.borrow();
+            let mut entry = local.as_ref();
+            while let Some(worker) = entry {
+                if std::ptr::eq(&*worker.handle.shared, shared) {
+                    return worker.in_closure && worker.queue.is_none();
+                }
+                entry = worker.outer.as_deref();
+            }
+            false
+        })
         .unwrap_or(false)
-        && LOCAL
-            .try_with(|local| {
-                local
-                    .borrow()
-                    .as_ref()
-                    .is_some_and(|local| local.in_closure)
-            })
-            .unwrap_or(false)
 }
 
 /// Whether this thread is one of the workers of the runtime `shared` belongs to (counted
@@ -804,21 +809,21 @@ impl Drop for Exit {
 
 thread_local_const! {
     /// On a thread a runtime started as one of its workers, for as long as the thread lives:
-    /// that runtime (the address of its `Shared`) and the worker's index. A runtime dropped
-    /// there by a thread-local's destructor, after the worker's loop, must not join the thread
-    /// it runs on.
-    static STARTED_AS: Cell<(usize, usize)> = Cell::new((0, 0));
+    /// that runtime's id (never reused, unlike an address) and the worker's index. A runtime
+    /// dropped there by a thread-local's destructor, after the worker's loop, must not join
+    /// the thread it runs on.
+    static STARTED_AS: Cell<Option<(RuntimeId, usize)>> = Cell::new(None);
 }
 
 /// Marks this thread, just started by `shared`'s runtime, as its worker `index`.
 pub(crate) fn mark_started_as(shared: &Shared, index: usize) {
-    STARTED_AS.with(|started| started.set((address_of(shared), index)));
+    STARTED_AS.with(|started| started.set(Some((shared.id, index))));
 }
 
 /// The index of the worker this thread was started as, if `shared`'s runtime started it.
 pub(crate) fn started_as_worker_of(shared: &Shared) -> Option<usize> {
     match STARTED_AS.try_with(Cell::get) {
-        Ok((address, index)) if address == address_of(shared) => Some(index),
+        Ok(Some((id, index))) if id == shared.id => Some(index),
         _ => None,
     }
 }

@@ -41,7 +41,9 @@ use crate::task::coop;
 /// ([`time::advance`](crate::time::advance)). Dropping the runtime waits for `f` to return,
 /// as for any task poll in progress, but wakes the runtime's timers first: an `f` waiting on
 /// one (`Handle::block_on(sleep(d))`) then panics, as on tokio, instead of holding the drop
-/// up until the timer's deadline.
+/// up until the timer's deadline, and so does a timer the rest of the poll uses once `f`
+/// returns. Where the worker could not be handed off, `f` holds the drop up as any long poll
+/// does.
 ///
 /// # Examples
 ///

@@ -237,6 +237,8 @@ pub(crate) struct Driver {
     worker0_parked: AtomicBool,
     /// Whether a thread other than worker 0 is parked as the watch (see [`STAND_IN_WATCH`]).
     watching: AtomicBool,
+    /// Set as the driver shuts down: no timer will fire again, and no thread watches.
+    shut_down: AtomicBool,
     metrics: Metrics,
     /// Under loom only: each `DriverRef` reads this cell as it lets go, and the driver writes
     /// it as it is dropped, so loom reports a use through a reference that is not ordered
@@ -324,6 +326,7 @@ impl Driver {
             waking: AtomicUsize::new(0),
             worker0_parked: AtomicBool::new(false),
             watching: AtomicBool::new(false),
+            shut_down: AtomicBool::new(false),
             metrics: Metrics::new(workers, metrics),
             #[cfg(loom)]
             alive: Alive(crate::loom::UnsafeCell::new(())),
@@ -620,10 +623,12 @@ impl Driver {
         next.filter(|_| !self.worker0_parked())
     }
 
-    /// Makes the calling thread, about to sleep as a stand-in, the watch, unless another is or
-    /// worker 0 is parked; it stays the watch until the guard drops.
+    /// Makes the calling thread, about to sleep as a stand-in, the watch, unless another is,
+    /// worker 0 is parked, the clock is paused (it moves only when every thread is idle) or
+    /// the driver shut down; it stays the watch until the guard drops.
     pub(crate) fn try_watch(&self) -> Option<Watch<'_>> {
-        if self.worker0_parked() {
+        if self.worker0_parked() || self.clock.is_paused() || self.shut_down.load(Ordering::Relaxed)
+        {
             return None;
         }
         // Relaxed: the flag only spreads the watching; it orders nothing else.
@@ -736,6 +741,7 @@ impl Driver {
     /// Shuts the driver down: every pending timer is unlinked, marked `SHUTDOWN`, and woken,
     /// and later registrations are refused.
     pub(crate) fn shutdown(&self) {
+        self.shut_down.store(true, Ordering::Relaxed);
         for shard in self.shards.iter() {
             self.shut_down(shard);
         }
