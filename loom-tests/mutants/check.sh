@@ -55,6 +55,7 @@ models=(
     "44-blocking-threads-cancel-the-queue-at-shutdown blocking_pool"
     "45-watch-never-given-up overdue_handoff"
     "46-every-stand-in-watches overdue_handoff"
+    "47-timed-out-park-hides-a-late-unpark scheduler_idle"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

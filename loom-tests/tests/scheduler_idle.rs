@@ -6,7 +6,8 @@
 //!
 //! The queue is an atomic flag written and read with plain stores and loads, standing for the
 //! lock-free deques the runtime uses outside loom (a mutex queue would order the two threads
-//! by itself and hide a missing fence).
+//! by itself and hide a missing fence). A stand-in's short park that an unpark races with
+//! reports that unpark, so the stand-in does not sleep again through it.
 #![cfg(loom)]
 
 use escapement::loom_api::{Driver, Idle, Parker};
@@ -44,5 +45,23 @@ fn work_pushed_while_a_worker_goes_to_sleep_is_not_lost() {
             unparker.unpark();
         }
         worker.join().unwrap();
+    });
+}
+
+/// A stand-in that woke from a short park with nothing to do sleeps again without going back
+/// to its caller; so its park must say whether an unpark came, even one that came after the
+/// timeout ended the wait and before the park was over, whose token the park then takes.
+/// Told "timed out" then, the thread would sleep through the unpark for good.
+#[test]
+fn an_unpark_racing_a_park_that_timed_out_is_not_lost() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(false);
+        let (parker, unparker) = Parker::new(&driver);
+        let unparking = thread::spawn(move || unparker.unpark());
+        if !parker.park_briefly() {
+            // Nothing came: the stand-in's next park, with no timeout.
+            parker.park();
+        }
+        unparking.join().unwrap();
     });
 }

@@ -327,6 +327,12 @@ impl Parker {
     pub fn park(&self) {
         self.0.park();
     }
+
+    /// A park whose timeout comes at once under loom, as a stand-in's short one does;
+    /// returns whether it was unparked.
+    pub fn park_briefly(&self) -> bool {
+        self.0.park_timeout(Duration::from_millis(1))
+    }
 }
 
 impl Unparker {

@@ -84,9 +84,16 @@ impl ParkState {
     ///
     /// Release: whatever the thread did before, such as worker 0 clearing its parked flag, is
     /// visible to a thread that reads `EMPTY` here with Acquire (`Driver::worker0_parked`).
-    pub(crate) fn finish(&self, driver: &Driver) {
+    ///
+    /// Returns whether it was unparked: an unpark that came after a timeout ended the wait,
+    /// and before this, leaves its token here, and the caller must not sleep again as if
+    /// nothing had come.
+    pub(crate) fn finish(&self, driver: &Driver) -> bool {
         if self.0.swap(EMPTY, Ordering::AcqRel) == PARKED {
             driver.activate();
+            false
+        } else {
+            true
         }
     }
 
@@ -219,20 +226,15 @@ impl Parker {
         if inner.state.start(&inner.driver) == ParkStart::Notified {
             return true;
         }
-        let mut unparked = true;
         while !inner.state.is_notified() {
             match (timeout, deadline) {
                 (None, _) => guard = inner.condvar.wait(guard),
                 // loom has no time: a short timed park stands for "the timeout came".
                 #[cfg(loom)]
-                (Some(t), _) if t <= crate::time::park::LOOM_SHORT_PARK => {
-                    unparked = false;
-                    break;
-                }
+                (Some(t), _) if t <= crate::time::park::LOOM_SHORT_PARK => break,
                 (Some(_), Some(deadline)) => {
                     let now = std::time::Instant::now();
                     if now >= deadline {
-                        unparked = false;
                         break;
                     }
                     guard = inner.condvar.wait_for(guard, deadline - now);
@@ -241,8 +243,8 @@ impl Parker {
             }
         }
         drop(guard);
-        inner.state.finish(&inner.driver);
-        unparked
+        // Whatever ended the wait, an unpark that came before this counts.
+        inner.state.finish(&inner.driver)
     }
 }
 
