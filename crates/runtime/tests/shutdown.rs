@@ -24,7 +24,7 @@ use std::time::Duration;
 use escapement::time::{sleep, Sleep};
 use escapement::{Handle, Runtime};
 
-use support::{paused, poll_once, running, CountingWaker, DropCounter};
+use support::{paused, poll_once, running, CountingWaker, DropCounter, HoldsTheRuntime};
 
 /// The tasks waiting when the runtime is dropped: fewer under Miri, which interprets every
 /// step of each.
@@ -601,19 +601,9 @@ fn a_runtime_dropped_by_a_thread_locals_destructor_shuts_down() {
     }
 }
 
-/// Drops its runtime, then says so.
-struct DropsRuntime(Option<Runtime>, std::sync::mpsc::Sender<()>);
-
-impl Drop for DropsRuntime {
-    fn drop(&mut self) {
-        drop(self.0.take());
-        let _ = self.1.send(());
-    }
-}
-
 std::thread_local! {
     /// A runtime kept by one of its own worker threads, dropped as that thread exits.
-    static HELD_BY_WORKER: std::cell::RefCell<Option<DropsRuntime>> =
+    static HELD_BY_WORKER: std::cell::RefCell<Option<HoldsTheRuntime>> =
         const { std::cell::RefCell::new(None) };
 }
 
@@ -629,7 +619,7 @@ fn a_runtime_dropped_by_a_thread_local_of_its_own_worker_thread_shuts_down() {
         .expect("a runtime");
     let handle = rt.handle().clone();
     let (dropped, was_dropped) = std::sync::mpsc::channel();
-    let held = Arc::new(Mutex::new(Some(DropsRuntime(Some(rt), dropped))));
+    let held = Arc::new(Mutex::new(Some(HoldsTheRuntime(Some(rt), dropped))));
     drop(handle.spawn(async move {
         let (moved, worker_moved) = std::sync::mpsc::channel();
         // Runs once the worker is on another thread, so this one leaves the loop after the

@@ -18,7 +18,7 @@ use std::sync::{mpsc, Arc};
 use escapement::task::spawn_blocking;
 use escapement::time::{sleep, Duration, Instant};
 
-use support::{one_worker, within};
+use support::{one_worker, within, HoldsTheRuntime};
 
 #[test]
 fn the_closure_runs_off_the_workers_and_returns_its_value() {
@@ -599,16 +599,6 @@ fn a_runtime_dropped_in_its_own_blocking_closure_does_not_wait_for_the_others() 
     }));
     done.recv_timeout(std::time::Duration::from_secs(20))
         .expect("the drop returned");
-}
-
-/// Sends on its channel once it has dropped the runtime it holds.
-struct HoldsTheRuntime(Option<escapement::Runtime>, mpsc::Sender<()>);
-
-impl Drop for HoldsTheRuntime {
-    fn drop(&mut self) {
-        drop(self.0.take());
-        let _ = self.1.send(());
-    }
 }
 
 std::thread_local! {

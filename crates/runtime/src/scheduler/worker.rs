@@ -211,14 +211,9 @@ pub(crate) fn is_in_handed_off_closure(shared: &Shared) -> bool {
     LOCAL
         .try_with(|local| {
             let local = local.borrow();
-            let mut entry = local.as_ref();
-            while let Some(worker) = entry {
-                if std::ptr::eq(&*worker.handle.shared, shared) {
-                    return worker.in_closure && worker.queue.is_none();
-                }
-                entry = worker.outer.as_deref();
-            }
-            false
+            std::iter::successors(local.as_ref(), |local| local.outer.as_deref())
+                .find(|local| std::ptr::eq(&*local.handle.shared, shared))
+                .is_some_and(|local| local.in_closure && local.queue.is_none())
         })
         .unwrap_or(false)
 }

@@ -156,3 +156,17 @@ pub(crate) async fn forever() -> ! {
         std::future::pending::<()>().await;
     }
 }
+
+/// Holds a runtime; once dropped, it has dropped the runtime and sent on its channel (for a
+/// runtime dropped by a thread-local's destructor).
+pub(crate) struct HoldsTheRuntime(
+    pub(crate) Option<Runtime>,
+    pub(crate) std::sync::mpsc::Sender<()>,
+);
+
+impl Drop for HoldsTheRuntime {
+    fn drop(&mut self) {
+        drop(self.0.take());
+        let _ = self.1.send(());
+    }
+}
