@@ -59,6 +59,10 @@ models=(
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"
+# Incremental builds: a mutant changes a few lines of one crate, and an incremental release
+# build recompiles only the code units it touched, about a second and a half a mutant where a
+# full build of the crate takes eight.
+export CARGO_INCREMENTAL=1
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}"
 survivors=0
 log=$(mktemp)
