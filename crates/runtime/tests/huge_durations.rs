@@ -64,8 +64,8 @@ fn intervals_with_huge_periods_or_starts_tick_at_most_once() {
     paused(2).block_on(async {
         let start = Instant::now();
         let mut ticker = interval(Duration::MAX);
-        // Cut to about 30 years, as tokio cuts it.
-        assert_eq!(ticker.period(), Duration::from_secs(86_400 * 365 * 30));
+        // Kept as given, as tokio keeps it.
+        assert_eq!(ticker.period(), Duration::MAX);
         assert_eq!(ticker.tick().await, start, "the first tick is at once");
         never_within_a_second("interval(MAX)'s second tick", ticker.tick()).await;
 

@@ -1,8 +1,8 @@
 //! `interval` and `interval_at` on the paused clock: the first tick at once, then exactly
 //! every period; `interval_at`'s first tick at its start; `reset`, `reset_immediately`,
 //! `reset_after` and `reset_at`; `poll_tick` registering its waker only when it returns
-//! `Pending`, and keeping none after it returns `Ready`; the accessors; a zero period
-//! panicking; and ticks never early on the real clock.
+//! `Pending`, and keeping none after it returns `Ready`; the accessors; a period of decades
+//! kept as given; a zero period panicking; and ticks never early on the real clock.
 
 mod support;
 
@@ -241,6 +241,24 @@ fn the_tick_future_is_cancel_safe() {
         }
         time::advance(Duration::from_millis(20)).await;
         assert_eq!(ticker.tick().await, start + Duration::from_millis(100));
+    });
+}
+
+#[test]
+fn a_period_of_decades_is_kept_and_ticks_on_time() {
+    const FORTY_YEARS: Duration = Duration::from_secs(40 * 365 * 86_400);
+    let rt = paused(1);
+    rt.block_on(async {
+        let start = Instant::now();
+        let mut ticker = interval(FORTY_YEARS);
+        assert_eq!(ticker.period(), FORTY_YEARS);
+        assert_eq!(ticker.tick().await, start);
+        assert_eq!(ticker.tick().await, start + FORTY_YEARS);
+        assert_eq!(
+            start.elapsed(),
+            FORTY_YEARS,
+            "auto-advance ran to the second tick"
+        );
     });
 }
 

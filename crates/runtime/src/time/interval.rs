@@ -14,9 +14,6 @@ use crate::runtime::Handle;
 /// its rounding adds, so that a tick on time is never counted as missed.
 const MISSED_TICK_TOLERANCE: Duration = Duration::from_millis(5);
 
-/// The longest period: longer ones are cut to it, as tokio cuts them (about 30 years).
-const MAX_PERIOD: Duration = Duration::from_secs(86_400 * 365 * 30);
-
 /// Ticks every `period`, the first tick completing at once.
 ///
 /// # Examples
@@ -159,7 +156,7 @@ impl Interval {
         let delay = Sleep::until(driver, start);
         Interval {
             delay: Box::pin(delay),
-            period: period.min(MAX_PERIOD),
+            period,
             missed_tick_behavior: MissedTickBehavior::default(),
             tolerance,
         }
@@ -214,7 +211,8 @@ impl Interval {
         self.delay.as_mut().reset(deadline);
     }
 
-    /// The period. A period longer than about 30 years was cut to that, as tokio cuts it.
+    /// The period, as given, however long. A next tick that would overflow [`Instant`] is
+    /// put about a century ahead instead, as `sleep(Duration::MAX)`'s deadline is.
     pub fn period(&self) -> Duration {
         self.period
     }
@@ -235,6 +233,11 @@ impl futures_core::Stream for Interval {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instant>> {
         self.get_mut().poll_tick(cx).map(Some)
+    }
+
+    /// Never ends: `(usize::MAX, None)`, as `tokio-stream`'s `IntervalStream` says.
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (usize::MAX, None)
     }
 }
 
