@@ -161,7 +161,9 @@ impl Sleep {
     /// Moves the deadline, before or after the sleep completed. A deadline in the past
     /// completes at the next poll; the one exception is a sleep whose old deadline has come
     /// but which the driver has not fired yet, moved later but still into the past: it stays
-    /// armed and completes when the driver fires it, at the driver's next turn (as in tokio).
+    /// armed and completes when the driver fires it, at the end of the new deadline's tick
+    /// (the driver rounds deadlines up to the tick), or at the driver's next turn if that
+    /// has passed (as in tokio).
     /// Moving the deadline later than it was takes no lock. A sleep never polled is armed by
     /// its reset (as in tokio), so it fires at the new deadline, and reports
     /// [`is_elapsed`](Sleep::is_elapsed), whether or not it is polled.
