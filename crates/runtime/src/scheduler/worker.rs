@@ -85,6 +85,13 @@ thread_local_const! {
 }
 
 thread_local_const! {
+    /// Set while a worker thread cancels its runtime's tasks as it leaves at shutdown
+    /// (`Exit`): the thread is still a worker there, so a future's destructor may not block it
+    /// (`Handle::block_on` panics, as on any worker), even though `LOCAL` is already empty.
+    static CANCELLING: Cell<bool> = Cell::new(false);
+}
+
+thread_local_const! {
     /// The runtime (the address of its `Shared`) among whose live workers this thread is
     /// counted ([`LiveWorker`]), or 0. A thread the runtime started as a worker stays counted
     /// after its loop, until its stop callback returns.
@@ -266,14 +273,32 @@ pub(crate) fn is_current_thread_worker() -> bool {
 /// Whether this thread is a worker of any runtime that must not block: not in the closure
 /// of `block_in_place`.
 pub(crate) fn is_nonblocking_worker_thread() -> bool {
-    LOCAL
-        .try_with(|local| {
-            local
-                .borrow()
-                .as_ref()
-                .is_some_and(|local| !local.in_closure)
-        })
-        .unwrap_or(false)
+    CANCELLING.try_with(Cell::get).unwrap_or(false)
+        || LOCAL
+            .try_with(|local| {
+                local
+                    .borrow()
+                    .as_ref()
+                    .is_some_and(|local| !local.in_closure)
+            })
+            .unwrap_or(false)
+}
+
+/// Whether this thread polls a task as a worker, with its core, of the multi-threaded
+/// runtime whose timer driver is `driver`. Once that runtime has shut down, the worker
+/// leaves its loop when the poll returns and cancels the task (`Exit`).
+pub(crate) fn polls_a_task_on(driver: &crate::time::driver::Driver) -> bool {
+    ROLE.try_with(Cell::get).ok() == Some(Role::Polling)
+        && LOCAL
+            .try_with(|local| {
+                local.borrow().as_ref().is_some_and(|local| {
+                    let shared = &local.handle.shared;
+                    local.queue.is_some()
+                        && shared.core_slot.is_none()
+                        && std::ptr::eq(&*shared.driver, driver)
+                })
+            })
+            .unwrap_or(false)
 }
 
 /// Hands the worker on this thread to a new thread, if this thread is a worker polling a
@@ -796,7 +821,9 @@ impl Drop for Exit {
         // a shutdown with a timeout waits for that too, and no longer than the timeout, so a
         // slow destructor delays the workers, not the thread shutting down.
         if self.0.is_shutdown() {
+            let _ = CANCELLING.try_with(|cancelling| cancelling.set(true));
             self.0.owned.close_and_shutdown_all();
+            let _ = CANCELLING.try_with(|cancelling| cancelling.set(false));
         }
         self.0.driver.metrics().exit_worker();
     }

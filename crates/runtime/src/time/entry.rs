@@ -94,7 +94,8 @@ impl TimerEntry {
     ///
     /// # Panics
     ///
-    /// If the runtime the timer belongs to has shut down, unless the deadline has passed.
+    /// If the runtime the timer belongs to has shut down, unless the deadline has passed or
+    /// one of its workers polls the timer's task, which it then cancels.
     #[track_caller]
     pub(crate) fn poll_elapsed(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.project();
@@ -194,11 +195,16 @@ impl TimerEntry {
 }
 
 /// A poll of a timer whose runtime shut down: one whose deadline has passed completes, as it
-/// would have fired by now; any other panics, as it will never fire.
+/// would have fired by now. Any other will never fire. In a task of that runtime whose poll
+/// outlived the shutdown's timeout, on the worker running it, it stays pending: the worker
+/// cancels the task once the poll returns (as tokio's, whose timers shut down only after its
+/// workers' last polls). Anywhere else it panics.
 #[track_caller]
 fn after_shutdown(deadline: Instant, driver: &DriverRef) -> Poll<()> {
     if deadline <= driver.clock().now() {
         Poll::Ready(())
+    } else if crate::scheduler::worker::polls_a_task_on(driver) {
+        Poll::Pending
     } else {
         panic!("a timer was polled after the escapement runtime that created it shut down");
     }

@@ -95,9 +95,11 @@ pin_project! {
     /// Polling it after its runtime has shut down panics: the runtime's timers are gone, and
     /// completing early would break the guarantee that a timer never fires before its
     /// deadline. A sleep that has elapsed completes instead: one that fired before the
-    /// shutdown, or one polled after its deadline (tokio panics for these too). (Pending
-    /// sleeps are woken at shutdown, so a task awaiting one is not left hanging; in a runtime
-    /// that is shutting down, such tasks are cancelled anyway.)
+    /// shutdown, or one polled after its deadline (tokio panics for these too). A task of
+    /// the runtime whose poll outlived `shutdown_timeout` finds its sleeps pending instead:
+    /// the worker cancels it once that poll returns. (Pending sleeps are woken at shutdown, so
+    /// a task awaiting one is not left hanging; in a runtime that is shutting down, such tasks
+    /// are cancelled anyway.)
     ///
     /// # Cancel safety
     ///
