@@ -1,7 +1,7 @@
 //! [`Entry`]: checks an `async fn` and rewrites it into a plain `fn` that runs its body on a
 //! new runtime.
 
-use proc_macro2::{Ident, Span, TokenStream};
+use proc_macro2::{Delimiter, Group, Ident, Span, TokenStream};
 use quote::{quote, quote_spanned, ToTokens};
 use syn::punctuated::Punctuated;
 use syn::{AttrStyle, Attribute, ItemFn};
@@ -150,11 +150,13 @@ impl Entry {
         let local = |name| Ident::new(name, Span::mixed_site().located_at(last));
         let (body, runtime) = (local("body"), local("runtime"));
         let run = quote_spanned!(last=> #runtime.block_on(#body));
-
-        quote! {
-            #test
-            #(#outer)*
-            #vis #sig {
+        // The function's braces keep the span of the user's, as tokio's do: a function whose
+        // body's braces came from the macro counts as macro-made code, on which rustc reports
+        // no `dead_code` or other lints of the function.
+        let braces = block.brace_token.span.join();
+        let mut function_body = Group::new(
+            Delimiter::Brace,
+            quote! {
                 #(#inner)*
                 let #body = async #block;
                 let #runtime = #krate::Builder::#builder
@@ -163,7 +165,14 @@ impl Entry {
                     .build()
                     .expect("failed to build the escapement runtime");
                 #run
-            }
+            },
+        );
+        function_body.set_span(braces);
+
+        quote! {
+            #test
+            #(#outer)*
+            #vis #sig #function_body
         }
     }
 }

@@ -155,20 +155,24 @@ fn parse_handler(input: ParseStream<'_>) -> syn::Result<Expr> {
     }
 }
 
-/// Whether an expression ends in a block, so that a `,` after it may be left out.
+/// Whether an expression ends in a block, so that a `,` after it may be left out. A handler
+/// a user's macro passed in as a fragment (`$h:block`) comes wrapped in an invisible group.
 fn ends_in_block(expr: &Expr) -> bool {
-    matches!(
-        expr,
-        Expr::Block(_)
-            | Expr::If(_)
-            | Expr::Match(_)
-            | Expr::Loop(_)
-            | Expr::While(_)
-            | Expr::ForLoop(_)
-            | Expr::Unsafe(_)
-            | Expr::Async(_)
-            | Expr::Const(_)
-    )
+    match expr {
+        Expr::Group(group) => ends_in_block(&group.expr),
+        _ => matches!(
+            expr,
+            Expr::Block(_)
+                | Expr::If(_)
+                | Expr::Match(_)
+                | Expr::Loop(_)
+                | Expr::While(_)
+                | Expr::ForLoop(_)
+                | Expr::Unsafe(_)
+                | Expr::Async(_)
+                | Expr::Const(_)
+        ),
+    }
 }
 
 /// Removes `mut` and `ref` from a pattern's bindings: the pattern is tried against a shared

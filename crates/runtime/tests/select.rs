@@ -5,7 +5,8 @@
 //! and `continue` act on the code around; `mut` and `ref` bindings; `IntoFuture`; user types
 //! named like the expansion's own; the futures drop in branch order; a borrowed temporary
 //! lives as long as the `select!`; an `else` alone; a precondition of any type that negates
-//! to `bool`; a future that never returns warns of nothing.
+//! to `bool`; a future that never returns warns of nothing; a block handler that a user's
+//! macro passes in as a fragment needs no `,` after it.
 
 mod support;
 
@@ -363,5 +364,22 @@ fn an_else_branch_alone_is_its_handler() {
     paused(1).block_on(async {
         assert_eq!(escapement::select! { else => 1 }, 1);
         assert_eq!(escapement::select! { biased; else => 2, }, 2);
+    });
+}
+
+/// Passes its handlers on as `block` fragments, with no `,` after the first.
+macro_rules! first_ready {
+    ($first:pat = $a:expr => $on_a:block $second:pat = $b:expr => $on_b:block) => {
+        escapement::select! { biased; $first = $a => $on_a $second = $b => $on_b }
+    };
+}
+
+#[test]
+fn a_block_handler_passed_in_by_a_macro_needs_no_comma() {
+    paused(1).block_on(async {
+        let first = first_ready!(x = ready(1) => { x * 10 } y = ready(2) => { y });
+        assert_eq!(first, 10);
+        let second = first_ready!(x = pending::<u32>() => { x } y = ready(2) => { y * 10 });
+        assert_eq!(second, 20);
     });
 }
