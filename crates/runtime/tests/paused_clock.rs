@@ -6,7 +6,9 @@
 //! runtime the tasks it woke have run (tokio's, which fires at its next park, runs the body
 //! first); `pause` mid-run freezes on a tick boundary and `resume` lets the clock run on from
 //! where it stood, with a timer worker 0 was already sleeping toward firing at its new
-//! instant. (An `advance` racing worker 0's own
+//! instant; a timer already due when first polled after a `pause` that followed a stretch on
+//! the real clock fires at once, while a blocking closure holds auto-advance back. (An
+//! `advance` racing worker 0's own
 //! timer processing is `paused_advance_race.rs`.)
 
 mod support;
@@ -343,4 +345,48 @@ fn a_runtime_that_does_not_start_paused_runs_on_the_real_clock() {
         std::thread::sleep(Duration::from_millis(3));
         assert!(start.elapsed() >= Duration::from_millis(3));
     });
+}
+
+#[test]
+fn a_timer_due_at_its_first_poll_after_pause_fires_while_a_closure_blocks() {
+    // The clock runs for 90 ms with nothing due, so the wheel stays at its start; after the
+    // pause, a 2 ms sleep lands in a 64-tick slot whose start the clock has passed, and worker
+    // 0 parks. A 70 ms sleep made before, due by now, must still fire at its first poll, with
+    // auto-advance held back by a blocking closure.
+    for attempt in 0.. {
+        assert!(
+            attempt < 5,
+            "the real clock ran too far past 90 ms in every attempt"
+        );
+        let rt = paused(1);
+        let fired_at_once = rt.block_on(async {
+            let origin = Instant::now();
+            time::resume();
+            let due = sleep(Duration::from_millis(70));
+            while origin.elapsed() < Duration::from_millis(90) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            time::pause();
+            if origin.elapsed() >= Duration::from_millis(120) {
+                return None;
+            }
+            let mut soon = Box::pin(sleep(Duration::from_millis(2)));
+            let (_, waker) = CountingWaker::waker();
+            assert!(poll_once(soon.as_mut(), &waker).is_pending());
+            // Worker 0 takes the registration and parks again.
+            std::thread::sleep(Duration::from_millis(50));
+            let blocking = escapement::task::spawn_blocking(|| {
+                std::thread::sleep(Duration::from_secs(3));
+            });
+            let real = std::time::Instant::now();
+            due.await;
+            let waited = real.elapsed();
+            blocking.await.unwrap();
+            Some(waited < Duration::from_secs(2))
+        });
+        if let Some(at_once) = fired_at_once {
+            assert!(at_once, "the due sleep waited for the blocking closure");
+            return;
+        }
+    }
 }

@@ -542,10 +542,25 @@ impl Driver {
     /// the time until then (`None`: no timeout). A zero wait means something is due already.
     pub(crate) fn prepare_park(&self) -> Option<Wakeup> {
         let tick = self.sleep_toward_next(0, None)?;
-        if self.clock.is_paused() {
-            return None;
-        }
         let at = self.tick_instant(tick);
+        if self.clock.is_paused() {
+            // Paused, worker 0 blocks with no timeout, and a registration wakes it only for a
+            // tick before `sleeping_until`. A wheel behind the clock (a timer in a coarse slot
+            // whose start the clock passed while it ran) gives a tick the clock has passed:
+            // then a timer registered for any tick in between, due already, would wake no one
+            // and wait for the next auto-advance, which a blocking closure holds back. So
+            // worker 0 catches up first (a zero wait: it does not block) and blocks once every
+            // tick up to the clock's is behind it.
+            if tick > self.floor_tick(self.clock.now()) {
+                return None;
+            }
+            return Some(Wakeup {
+                tick,
+                at,
+                after: Duration::ZERO,
+                fixed: false,
+            });
+        }
         let after = at.saturating_duration_since(self.clock.now());
         let fixed = !self.clock.ever_paused();
         Some(Wakeup {
