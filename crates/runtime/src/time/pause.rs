@@ -85,8 +85,10 @@ pub fn resume() {
 /// without coming early (see "The largest duration" in `docs/guarantees.md`).
 ///
 /// Having moved the clock and fired what is due, it yields once before it completes: on a
-/// current-thread runtime every task already woken (those the advance woke included) runs
-/// once, on the new time, before the code after `advance(d).await` does. Tokio's yields too,
+/// current-thread runtime the tasks already woken (those the advance woke included) run
+/// once, on the new time, before the code after `advance(d).await` does, up to 61 of them
+/// (the thread polls its `block_on` future again after every 61 tasks it runs; yield again
+/// for more). Tokio's yields too,
 /// but fires its timers only at its next park, after the body has gone on (see "Where tokio
 /// code behaves differently" in `docs/guarantees.md`).
 ///
