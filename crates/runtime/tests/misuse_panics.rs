@@ -2,7 +2,8 @@
 //! outside a runtime (`spawn`, `Handle::current`, `sleep`, `sleep_until`, `timeout`,
 //! `timeout_at`, `interval`, `interval_at`, `pause`, `resume`); pausing twice, resuming an
 //! unpaused clock; a zero interval period; a nested `block_on` or one on a worker thread;
-//! zero worker threads; a blank runtime name; a `JoinHandle` polled after it completed. An
+//! zero worker threads; a blank runtime name; a thread name with a NUL byte; a `JoinHandle`
+//! polled after it completed. An
 //! `advance` checks its runtime and clock when its future is first polled, as tokio's does:
 //! polled outside a runtime, or with the clock running (resumed after the `advance` was
 //! made, say), it panics then, naming where `advance` was called.
@@ -225,6 +226,12 @@ fn a_blank_runtime_name() {
 }
 
 #[test]
+#[should_panic(expected = "a thread name cannot contain a NUL byte")]
+fn a_thread_name_with_a_nul_byte() {
+    let _ = escapement::Builder::new().thread_name("app\0");
+}
+
+#[test]
 #[should_panic(expected = "a JoinHandle was polled after it returned Ready")]
 fn polling_a_join_handle_after_it_completed() {
     let rt = running(1);
@@ -314,6 +321,7 @@ fn panics_are_reported_at_the_caller() {
     let mut builder = escapement::Builder::new();
     panics_here("at least one worker", || _ = builder.worker_threads(0));
     panics_here("must not be empty", || _ = builder.name(""));
+    panics_here("NUL byte", || _ = builder.thread_name("app\0"));
     panics_here("greater than 0", || _ = builder.global_queue_interval(0));
     panics_here("greater than 0", || _ = builder.event_interval(0));
     panics_here("at most 1 s", || {

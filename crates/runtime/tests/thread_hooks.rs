@@ -4,8 +4,9 @@
 //! callback first and the stop callback last, on itself; the stack size reaches workers and
 //! blocking threads alike, raised to what a worker needs when too small; the name function
 //! names each thread once, and it and `thread_name` replace each other; a worker runs the
-//! park callback before each park and the unpark callback after it; a panicking callback
-//! costs the runtime nothing; a shutdown's timeout covers the workers' stop callbacks.
+//! park callback before each park and the unpark callback after it; a panicking callback,
+//! or a name callback giving a name no thread can have, costs the runtime nothing; a
+//! shutdown's timeout covers the workers' stop callbacks.
 
 mod support;
 
@@ -333,6 +334,31 @@ fn a_panicking_name_callback_leaves_the_default_name_and_costs_nothing() {
             escapement::spawn(async { 5 }).await.unwrap()
         }));
         assert_eq!(handed_off.unwrap(), 5);
+        drop(rt);
+    });
+}
+
+#[test]
+fn a_name_with_a_nul_byte_from_the_callback_leaves_the_default_name() {
+    // The standard library panics starting a thread so named. (A hang here was a blocking
+    // thread counted that never started; a lost worker, a hand-off that never happened.)
+    within(Duration::from_secs(30), || {
+        let named = Arc::new(AtomicUsize::new(0));
+        let rt = escapement::Builder::new()
+            .worker_threads(1)
+            .thread_name_fn(move || match named.fetch_add(1, Ordering::SeqCst) {
+                0 => "worker".to_owned(),
+                _ => "no\0thread".to_owned(),
+            })
+            .build()
+            .expect("a runtime");
+        let blocking = rt.block_on(rt.spawn_blocking(current_name)).unwrap();
+        assert_eq!(blocking, "escapement-blocking");
+        let handed_off = rt.block_on(rt.spawn(async {
+            task::block_in_place(|| ());
+            escapement::spawn(async { 6 }).await.unwrap()
+        }));
+        assert_eq!(handed_off.unwrap(), 6);
         drop(rt);
     });
 }

@@ -191,8 +191,17 @@ impl Builder {
     /// thread.
     ///
     /// A later call, or one to [`thread_name_fn`](Builder::thread_name_fn), replaces it.
+    ///
+    /// # Panics
+    ///
+    /// If `name` contains a NUL byte, which no thread name can hold.
+    #[track_caller]
     pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Builder {
         let name: String = name.into();
+        assert!(
+            !name.contains('\0'),
+            "escapement::Builder::thread_name: a thread name cannot contain a NUL byte"
+        );
         self.hooks.names = ThreadNames::Given(CallbackArc::from(name));
         self
     }
@@ -204,7 +213,9 @@ impl Builder {
     ///
     /// A panic in `name` is reported by the panic hook and contained, as a panic in the other
     /// thread callbacks is: that thread gets the default name (`escapement-worker-N`,
-    /// `escapement-blocking`). Tokio lets it unwind out of the `spawn_blocking` call.
+    /// `escapement-blocking`). Tokio lets it unwind out of the `spawn_blocking` call. So does
+    /// a name with a NUL byte, which no thread can have (the standard library panics
+    /// starting such a thread).
     ///
     /// # Examples
     ///

@@ -126,10 +126,15 @@ impl ThreadHooks {
 }
 
 /// Calls the name callback, containing a panic as [`call`] does: the thread then gets the
-/// default name. A panic here would leave the thread counted but never started (a blocking
-/// pool's shutdown would wait for it forever), or lose the worker being handed off.
+/// default name, as it does for a name with a NUL byte, at which the standard library's
+/// thread start panics. A panic here or there would leave the thread counted but never
+/// started (a blocking pool's shutdown would wait for it forever), or lose the worker being
+/// handed off.
 fn named(name: &NameCallback, default: impl FnOnce() -> String) -> String {
-    panic::catch_unwind(AssertUnwindSafe(|| name())).unwrap_or_else(|_| default())
+    panic::catch_unwind(AssertUnwindSafe(|| name()))
+        .ok()
+        .filter(|name| !name.contains('\0'))
+        .unwrap_or_else(default)
 }
 
 /// Calls `callback`, if any, containing a panic.
