@@ -56,6 +56,7 @@ models=(
     "45-watch-never-given-up overdue_handoff"
     "46-every-stand-in-watches overdue_handoff"
     "47-timed-out-park-hides-a-late-unpark scheduler_idle"
+    "48-paused-park-trusts-a-lagging-wheel auto_advance"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

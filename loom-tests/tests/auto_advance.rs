@@ -3,13 +3,16 @@
 //! clock must jump to the timer and fire it, waking the parked thread; the count must never
 //! read zero while a thread is about to run, or the clock would jump under it. And
 //! `time::advance` racing worker 0, which has just taken the due timer out of the wheel: the
-//! advance completes only once that timer's waker was woken.
+//! advance completes only once that timer's waker was woken. And with auto-advance held back
+//! (a blocking closure runs), a timer registered already due on a clock that ran ahead of the
+//! wheel still fires: worker 0 catches the wheel up before it blocks.
 #![cfg(loom)]
 
 use std::task::{RawWaker, RawWakerVTable, Waker};
 
 use escapement::loom_api::{Driver, Parker, TimerPoll, Unparker};
 use escapement_loom_tests::{process_on_worker0, registered_timer};
+use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -115,5 +118,45 @@ fn advance_waits_for_the_wakes_of_a_batch_another_thread_took() {
             "advance completed before the due timer's waker was woken"
         );
         worker0.join().unwrap();
+    });
+}
+
+/// The clock ran to tick 90 while nothing came due, so the wheel is still at tick 0, with a
+/// timer for tick 100 in the 64-tick slot that starts at 64. Worker 0 must not block toward
+/// that slot's start, which the clock has passed: a timer then registered for tick 70 (due,
+/// but later than the slot's start) would wake no one, and auto-advance, held back by an
+/// active thread, would never come.
+#[test]
+fn a_due_timer_fires_while_auto_advance_is_held_back_and_the_wheel_lags() {
+    loom::model(|| {
+        let (driver, mut worker0) = Driver::new(true);
+        // This thread is active, as a `block_on` thread is while it runs (its park below
+        // counts it idle), and so is a blocking closure, throughout.
+        driver.activate();
+        driver.activate();
+        let (_later, _waker, _wakes) = registered_timer(&driver, 100);
+        driver.advance(90);
+        let stop = Arc::new(AtomicBool::new(false));
+        let worker0 = {
+            let stop = stop.clone();
+            thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    worker0.fire_due();
+                    worker0.park();
+                }
+            })
+        };
+        let (parker, unparker) = Parker::new(&driver);
+        // Made before the clock passed it, as `sleep(70 ms)` at tick 0: its poll registers.
+        let mut due = driver.timer_from_now(70);
+        if due.poll(&unparking_waker(unparker)) == TimerPoll::Pending {
+            parker.park();
+        }
+        assert!(due.is_elapsed());
+        stop.store(true, Ordering::SeqCst);
+        driver.unpark_worker0();
+        worker0.join().unwrap();
+        driver.deactivate();
+        driver.deactivate();
     });
 }

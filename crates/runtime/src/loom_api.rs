@@ -186,6 +186,12 @@ impl Worker0 {
         wakeup.map(|w| w.after)
     }
 
+    /// Worker 0's turn: fires what is due by the clock, if anything is; returns whether it
+    /// fired anything.
+    pub fn fire_due(&self) -> bool {
+        self.driver.maybe_process()
+    }
+
     /// Worker 0's auto-advance attempt when it is the only active thread.
     pub fn try_auto_advance(&self) -> bool {
         self.driver.try_auto_advance(1, || false)
