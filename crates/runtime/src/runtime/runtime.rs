@@ -98,6 +98,11 @@ impl Runtime {
 
     /// Runs a blocking closure on the runtime's blocking threads; see
     /// [`Handle::spawn_blocking`].
+    ///
+    /// # Panics
+    ///
+    /// If a new blocking thread was needed, the system refused to start it, and no blocking
+    /// thread is left to run the closure.
     #[track_caller]
     pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
     where

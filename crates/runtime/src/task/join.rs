@@ -32,6 +32,10 @@ use super::raw::Header;
 /// Unlike the crate's other futures it is not `#[must_use]`: spawning a task and dropping
 /// its handle (`escapement::spawn(fut);`) is the normal way to detach it, as in tokio.
 ///
+/// # Panics
+///
+/// Polled again after it returned `Ready`: the output has been handed over.
+///
 /// # Cancel safety
 ///
 /// Dropping a `JoinHandle` future early detaches the task rather than cancelling it; use
