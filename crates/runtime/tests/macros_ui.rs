@@ -1,5 +1,6 @@
-//! Compile errors of `#[escapement::main]` and `#[escapement::test]`: each case in `tests/ui/`
-//! must fail to compile with the messages, pointing at the tokens, of its `.stderr` snapshot.
+//! Compile errors of `#[escapement::main]`, `#[escapement::test]` and `task_local!`: each case
+//! in `tests/ui/` must fail to compile with the messages, pointing at the tokens, of its
+//! `.stderr` snapshot.
 //!
 //! After a change, regenerate the snapshots with
 //! `TRYBUILD=overwrite cargo test -p escapement --test macros_ui` and read their diff.

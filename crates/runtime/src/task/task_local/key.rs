@@ -36,10 +36,10 @@ use crate::loom::TaskLocalKey;
 /// # });
 /// ```
 pub struct LocalKey<T: 'static> {
-    /// The thread-local that holds the value while a scope runs. Public, and hidden, for
-    /// `task_local!`'s expansion, which declares it in the invoking crate.
-    #[doc(hidden)]
-    pub inner: TaskLocalKey<RefCell<Option<T>>>,
+    /// The thread-local that holds the value while a scope runs. `task_local!`'s expansion
+    /// declares it in the invoking crate, inside a block, so that nothing but this key can
+    /// name it, and hands it to [`LocalKey::__new`].
+    inner: TaskLocalKey<RefCell<Option<T>>>,
 }
 
 /// Why a scope could not be entered.
@@ -68,6 +68,15 @@ impl EnterError {
 }
 
 impl<T: 'static> LocalKey<T> {
+    /// The key over `inner`, the thread-local that `task_local!` declares for it.
+    ///
+    /// For `task_local!`'s expansion only. The thread-local must be used by this key alone:
+    /// a borrow of it held from outside makes the key's scopes panic.
+    #[doc(hidden)]
+    pub const fn __new(inner: TaskLocalKey<RefCell<Option<T>>>) -> LocalKey<T> {
+        LocalKey { inner }
+    }
+
     /// Wraps `future` in a scope of this key set to `value`: each poll of the returned
     /// [`TaskLocalFuture`] sets the key for the duration of `future`'s poll, and puts the
     /// previous value back afterwards.
@@ -160,7 +169,8 @@ impl<T: 'static> LocalKey<T> {
                 // Neither `with` nor `borrow_mut` fails here: the thread-local was alive when
                 // the scope was entered, and its destructor cannot run on this thread while
                 // this call is on the stack; and every borrow taken inside the scope ended
-                // with the `with` closure that took it (no guard is handed out).
+                // with the `with` closure that took it (no guard is handed out, and the
+                // thread-local is private to this key).
                 self.key
                     .inner
                     .with(|cell| mem::swap(self.slot, &mut *cell.borrow_mut()));

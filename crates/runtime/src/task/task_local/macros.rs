@@ -41,9 +41,8 @@ macro_rules! task_local {
     () => {};
     ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty $(; $($rest:tt)*)?) => {
         $(#[$attr])*
-        $vis static $name: $crate::task::LocalKey<$t> = $crate::task::LocalKey {
-            inner: $crate::__task_local_thread_local!($t),
-        };
+        $vis static $name: $crate::task::LocalKey<$t> =
+            $crate::task::LocalKey::__new($crate::__task_local_thread_local!($t));
         $($crate::task_local!($($rest)*);)?
     };
 }
