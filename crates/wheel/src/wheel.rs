@@ -56,7 +56,9 @@ impl<T> Wheel<T> {
 
     /// The current tick: never more than the greatest tick given to [`poll`](Wheel::poll), and
     /// equal to it once a poll at that tick has returned `None`. A poll that returns a timer
-    /// stops at that timer's tick, even when nothing else is due before the tick asked for.
+    /// stops at that timer's tick, even when nothing else is due before the tick asked for;
+    /// for a timer inserted with a deadline already passed, it stays where it was (time
+    /// never goes back).
     pub fn now(&self) -> u64 {
         self.hierarchy.now()
     }

@@ -105,6 +105,15 @@ fn now_reaches_the_polled_tick_once_a_poll_there_returns_none() {
 }
 
 #[test]
+fn now_stays_put_when_a_poll_returns_a_timer_inserted_in_the_past() {
+    let mut wheel = Wheel::new();
+    assert!(wheel.poll(50).is_none());
+    wheel.insert(10, 1);
+    assert_eq!(wheel.poll(1_000).map(|(_, deadline, _)| deadline), Some(10));
+    assert_eq!(wheel.now(), 50);
+}
+
+#[test]
 fn a_past_insert_comes_out_after_a_later_deadline_that_came_out_before_it() {
     let mut wheel = Wheel::new();
     wheel.insert(10, 1);
