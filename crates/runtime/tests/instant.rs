@@ -65,26 +65,26 @@ fn add_and_sub_assign() {
 }
 
 #[test]
-#[should_panic(expected = "overflow when adding a duration to an Instant")]
+#[should_panic(expected = "overflow when adding duration to instant")]
 fn adding_past_the_representable_range_panics() {
     let _ = Instant::now() + Duration::MAX;
 }
 
 #[test]
-#[should_panic(expected = "overflow when adding a duration to an Instant")]
+#[should_panic(expected = "overflow when adding duration to instant")]
 fn add_assign_past_the_representable_range_panics() {
     let mut at = Instant::now();
     at += Duration::MAX;
 }
 
 #[test]
-#[should_panic(expected = "overflow when subtracting a duration from an Instant")]
+#[should_panic(expected = "overflow when subtracting duration from instant")]
 fn subtracting_past_the_representable_range_panics() {
     let _ = Instant::now() - Duration::MAX;
 }
 
 #[test]
-#[should_panic(expected = "overflow when subtracting a duration from an Instant")]
+#[should_panic(expected = "overflow when subtracting duration from instant")]
 fn sub_assign_past_the_representable_range_panics() {
     let mut at = Instant::now();
     at -= Duration::MAX;
@@ -129,4 +129,36 @@ fn now_inside_a_paused_runtime_reads_its_clock() {
         assert_eq!(Instant::now(), frozen, "under Handle::enter too");
     }
     assert!(Instant::now() > frozen, "outside, the system clock");
+}
+
+/// The message a panicking closure gave, as a string.
+fn panic_message(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
+    let payload = std::panic::catch_unwind(f).expect_err("the closure did not panic");
+    match payload.downcast::<String>() {
+        Ok(message) => *message,
+        Err(payload) => payload
+            .downcast::<&str>()
+            .map(|message| message.to_string())
+            .expect("a string payload"),
+    }
+}
+
+#[test]
+fn overflow_panics_carry_the_messages_of_std_and_tokio() {
+    // Tokio's `Instant` panics with std's messages, and a ported `should_panic` test expects
+    // them.
+    let std_add = panic_message(|| {
+        let _ = std::time::Instant::now() + Duration::MAX;
+    });
+    let add = panic_message(|| {
+        let _ = Instant::now() + Duration::MAX;
+    });
+    assert_eq!(add, std_add);
+    let std_sub = panic_message(|| {
+        let _ = std::time::Instant::now() - Duration::MAX;
+    });
+    let sub = panic_message(|| {
+        let _ = Instant::now() - Duration::MAX;
+    });
+    assert_eq!(sub, std_sub);
 }

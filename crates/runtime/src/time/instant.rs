@@ -101,7 +101,7 @@ impl Add<Duration> for Instant {
     #[track_caller]
     fn add(self, duration: Duration) -> Instant {
         self.checked_add(duration)
-            .expect("overflow when adding a duration to an Instant")
+            .expect("overflow when adding duration to instant")
     }
 }
 
@@ -121,7 +121,7 @@ impl Sub<Duration> for Instant {
     #[track_caller]
     fn sub(self, duration: Duration) -> Instant {
         self.checked_sub(duration)
-            .expect("overflow when subtracting a duration from an Instant")
+            .expect("overflow when subtracting duration from instant")
     }
 }
 
