@@ -223,7 +223,6 @@ macro_rules! impl_rt {
     };
 }
 
-// escapement has no cooperative budget: its `unconstrained` is the future itself.
 impl_rt!(Escapement, escapement, unconstrained: escapement::task::unconstrained);
 impl_rt!(Tokio, tokio, unconstrained: tokio::task::unconstrained);
 
