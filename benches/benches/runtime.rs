@@ -131,24 +131,36 @@ fn register_cancel(c: &mut Criterion) {
     for workers in [1, 2] {
         for live in [0, LIVE_TIMERS] {
             let id = format!("{workers}w_{live}live");
-            let rt = Escapement::new(workers);
-            fill(&rt, live);
-            bench_loop(&mut group, &id, &rt, register_cancel_loop::<Escapement>);
-            if live == 0 {
-                bench_on(
-                    &mut group,
-                    "escapement_floor",
-                    &id,
-                    &rt,
-                    floor_loop::<Escapement>,
-                );
-            }
-            drop(rt);
-            let rt = Tokio::new(workers);
-            fill(&rt, live);
-            bench_loop(&mut group, &id, &rt, register_cancel_loop::<Tokio>);
-            if live == 0 {
-                bench_on(&mut group, "tokio_floor", &id, &rt, floor_loop::<Tokio>);
+            let escapement = |group: &mut _| {
+                let rt = Escapement::new(workers);
+                fill(&rt, live);
+                bench_loop(group, &id, &rt, register_cancel_loop::<Escapement>);
+                if live == 0 {
+                    bench_on(
+                        group,
+                        "escapement_floor",
+                        &id,
+                        &rt,
+                        floor_loop::<Escapement>,
+                    );
+                }
+            };
+            let tokio = |group: &mut _| {
+                let rt = Tokio::new(workers);
+                fill(&rt, live);
+                bench_loop(group, &id, &rt, register_cancel_loop::<Tokio>);
+                if live == 0 {
+                    bench_on(group, "tokio_floor", &id, &rt, floor_loop::<Tokio>);
+                }
+            };
+            // Which runtime goes first alternates from row to row, so that neither always
+            // finds the heap and the caches as the other left them.
+            if (workers == 2) == (live == 0) {
+                tokio(&mut group);
+                escapement(&mut group);
+            } else {
+                escapement(&mut group);
+                tokio(&mut group);
             }
         }
     }
