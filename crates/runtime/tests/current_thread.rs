@@ -464,3 +464,47 @@ fn a_block_on_that_returns_when_a_spawn_woke_it_leaves_later_wakes_working() {
         assert_eq!(rt.block_on(task).unwrap(), 5);
     });
 }
+
+/// Where, among `local` tasks spawned by `block_on`'s future, a task spawned from another
+/// thread right after them runs.
+fn position_of_a_task_from_outside(rt: &Runtime, local: usize) -> usize {
+    let handle = rt.handle().clone();
+    rt.block_on(async move {
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let tasks: Vec<_> = (0..local)
+            .map(|i| {
+                let order = order.clone();
+                escapement::spawn(async move { order.lock().unwrap().push(i) })
+            })
+            .collect();
+        let outside = thread::spawn({
+            let order = order.clone();
+            move || handle.spawn(async move { order.lock().unwrap().push(usize::MAX) })
+        })
+        .join()
+        .unwrap();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        outside.await.unwrap();
+        let order = order.lock().unwrap();
+        order.iter().position(|&i| i == usize::MAX).unwrap()
+    })
+}
+
+#[test]
+fn a_task_from_outside_waits_at_most_31_turns_by_default_as_on_tokio() {
+    // Tokio's current-thread runtime looks at its shared queue first every 31 turns.
+    let position = position_of_a_task_from_outside(&current_thread(), 200);
+    assert!(position < 31, "ran after {position} local tasks");
+    // A set interval still holds.
+    let rt = Builder::new_current_thread()
+        .global_queue_interval(100)
+        .build()
+        .expect("a runtime");
+    let position = position_of_a_task_from_outside(&rt, 200);
+    assert!(
+        (31..100).contains(&position),
+        "ran after {position} local tasks"
+    );
+}

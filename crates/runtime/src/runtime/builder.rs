@@ -35,6 +35,10 @@ const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(10);
 /// How many turns a worker takes between two looks at the injector first, by default.
 const DEFAULT_GLOBAL_QUEUE_INTERVAL: u32 = 61;
 
+/// The same for a current-thread runtime, whose one thread also runs the futures in
+/// `block_on`: tokio's current-thread default.
+const CURRENT_THREAD_GLOBAL_QUEUE_INTERVAL: u32 = 31;
+
 /// Configures and builds a [`Runtime`].
 ///
 /// # Examples
@@ -125,6 +129,7 @@ impl Builder {
         let mut builder = Builder::new();
         builder.worker_threads(1);
         builder.current_thread = true;
+        builder.global_queue_interval = CURRENT_THREAD_GLOBAL_QUEUE_INTERVAL;
         builder
     }
 
@@ -354,7 +359,8 @@ impl Builder {
 
     /// How many turns a worker takes between two looks at the shared queue of tasks woken
     /// or spawned outside the workers before its own queue: smaller is fairer to outside
-    /// work, larger favours the worker's own tasks. The default is 61 (tokio's multi-thread
+    /// work, larger favours the worker's own tasks. The default is 61, and 31 on a
+    /// [current-thread](Builder::new_current_thread) runtime, as tokio's (whose multi-thread
     /// scheduler tunes its own unless this is set).
     ///
     /// # Panics

@@ -1,8 +1,9 @@
 //! A worker thread: its loop, its local queue, and how it parks.
 //!
 //! Each turn a worker runs one task: from its own queue, from the injector (first, every
-//! `global_queue_interval` turns, 61 unless the builder says otherwise, and the turn after a
-//! task yielded, so outside work is not starved), or stolen from another worker. A
+//! `global_queue_interval` turns, 61 unless the builder says otherwise and 31 on a
+//! current-thread runtime, and the turn after a task yielded, so outside work is not
+//! starved), or stolen from another worker. A
 //! current-thread runtime's worker holds a task that yielded back until its batch of turns
 //! ends (its queue is empty, or it ran its most turns), then queues the held tasks again,
 //! last first, after `block_on`'s future has had its turn, if woken: tokio's order, where
