@@ -160,6 +160,30 @@ fn completion_racing_a_join_poll_wakes_the_joiner() {
     });
 }
 
+/// The joiner polls, so its waker is in the task's slot, then drops the handle while the task
+/// completes and wakes through that slot: whichever side empties the slot, the waker is
+/// dropped once, never while the other side reads it, and the unread output is dropped once.
+#[test]
+fn completion_racing_the_drop_of_a_polled_join_handle() {
+    loom::model(|| {
+        let tasks = Tasks::new();
+        let (mut handle, counts) = spawn(&tasks);
+        let runner = spawn_runner(&tasks);
+        let (waker, wakes) = counting_waker();
+        let first = poll_handle(&mut handle, &waker);
+        drop(handle);
+        runner.join().unwrap();
+        drop(waker);
+        if let Poll::Ready(output) = first {
+            drop(output.expect("neither aborted nor panicked"));
+        }
+        assert_eq!(wakes.held(), 0, "the join waker was kept");
+        assert_eq!(counts.future.load(Ordering::SeqCst), 1);
+        assert_eq!(counts.output.load(Ordering::SeqCst), 1);
+        tasks.shutdown();
+    });
+}
+
 /// The joiner polls with one waker and then, while the task completes, with another: taking
 /// the slot back to swap wakers races the task side waking the first and clearing the slot.
 /// The handle ends up ready, the output is read once, and a joiner left with `Pending` is

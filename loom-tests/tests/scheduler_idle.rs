@@ -65,3 +65,31 @@ fn an_unpark_racing_a_park_that_timed_out_is_not_lost() {
         unparking.join().unwrap();
     });
 }
+
+/// Two threads each make a piece of work and unpark the same thread, which parks until it sees
+/// both. The second token may land while the park consumes the first: consuming it must read
+/// the token it clears (and acquire what its unparker did), or the parked thread misses the
+/// second piece of work and sleeps through it.
+#[test]
+fn two_unparks_racing_a_park_lose_no_work() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(false);
+        let (parker, unparker) = Parker::new(&driver);
+        let work = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
+        let makers: Vec<_> = (0..2)
+            .map(|i| {
+                let (work, unparker) = (work.clone(), unparker.clone());
+                thread::spawn(move || {
+                    work[i].store(true, Ordering::Release);
+                    unparker.unpark();
+                })
+            })
+            .collect();
+        while !(work[0].load(Ordering::Acquire) && work[1].load(Ordering::Acquire)) {
+            parker.park();
+        }
+        for maker in makers {
+            maker.join().unwrap();
+        }
+    });
+}

@@ -81,6 +81,16 @@ where
     ///
     /// No reference to the cell remains.
     unsafe fn dealloc_raw(header: NonNull<Header>) {
+        // Under loom the free writes the task's cells, so that a model sees a free that does
+        // not happen after another thread's last use of them (as when the last reference's
+        // decrement does not acquire the others').
+        #[cfg(loom)]
+        {
+            // SAFETY: no reference remains, and the cell is still allocated.
+            let cell = unsafe { header.cast::<Cell<F, S>>().as_ref() };
+            cell.stage.with_mut(|_| ());
+            cell.join_waker.with_mut(|_| ());
+        }
         // SAFETY: the cell was allocated by `Box` in `Cell::allocate`, and no reference
         // remains, so nothing else can touch it.
         drop(unsafe { Box::from_raw(header.cast::<Cell<F, S>>().as_ptr()) });
