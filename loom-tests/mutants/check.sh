@@ -57,6 +57,11 @@ models=(
     "46-every-stand-in-watches overdue_handoff"
     "47-timed-out-park-hides-a-late-unpark scheduler_idle"
     "48-paused-park-trusts-a-lagging-wheel auto_advance"
+    "49-register-gives-up-the-slot-before-emptying-it atomic_waker"
+    "50-register-during-a-take-wakes-nothing atomic_waker"
+    "51-dropped-handle-empties-the-slot-the-task-holds join_handle"
+    "52-park-clears-a-second-token-unread scheduler_idle"
+    "53-last-reference-dropped-without-acquire owned_tasks"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"
