@@ -62,6 +62,7 @@ models=(
     "51-dropped-handle-empties-the-slot-the-task-holds join_handle"
     "52-park-clears-a-second-token-unread scheduler_idle"
     "53-last-reference-dropped-without-acquire owned_tasks"
+    "54-dropped-count-joins-any-shard-of-the-driver driver_ref"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

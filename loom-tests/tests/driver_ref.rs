@@ -2,7 +2,8 @@
 //! Timers on two threads are made, registered and dropped while the last other owner of the
 //! driver lets go of it. Threads in a shard make timers from their credit and return it as
 //! they leave, while another thread drops a timer made from it, or while another thread in
-//! the same shard takes those timers back into its own credit and returns a batch. The
+//! the same shard takes those timers back into its own credit and returns a batch, or while
+//! a thread in another shard drops one (its count goes back to its own shard). The
 //! driver is freed exactly once, after every use through a timer (the runtime's loom build
 //! checks that: each reference reads a loom cell of the driver as it lets go, and the driver
 //! writes it as it is dropped), and nothing leaks.
@@ -120,5 +121,35 @@ fn two_threads_in_one_shard_pass_timers_between_their_credits() {
         first.join().unwrap();
         second.join().unwrap();
         drop(slot);
+    });
+}
+
+/// A timer made in shard 1 is dropped on a thread in shard 0 of the same driver (a timer
+/// made on one worker and dropped on another): its count goes back to shard 1, not into
+/// the dropping thread's credit, which belongs to shard 0. Meanwhile the making thread
+/// leaves shard 1 and returns its own credit.
+#[test]
+fn a_timer_from_one_shard_dropped_on_a_thread_in_another() {
+    loom::model(|| {
+        let (driver, worker0) = Driver::with_shards(false, 2);
+        drop(worker0);
+        let slot = Arc::new(Mutex::new(None));
+        let (maker, handoff) = (driver.clone(), slot.clone());
+        let thread = thread::spawn(move || {
+            let guard = maker.enter_shard(1);
+            let timer = maker.timer(FAR);
+            drop(maker);
+            *handoff.lock().unwrap() = Some(timer);
+            drop(guard);
+        });
+        let guard = driver.enter_shard(0);
+        drop(driver);
+        let given = slot.lock().unwrap().take();
+        if let Some(mut timer) = given {
+            let (waker, _) = counting_waker();
+            assert_eq!(timer.poll(&waker), TimerPoll::Pending);
+        }
+        drop(guard);
+        thread.join().unwrap();
     });
 }
