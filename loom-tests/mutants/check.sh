@@ -63,6 +63,7 @@ models=(
     "52-park-clears-a-second-token-unread scheduler_idle"
     "53-last-reference-dropped-without-acquire owned_tasks"
     "54-dropped-count-joins-any-shard-of-the-driver driver_ref"
+    "55-last-searcher-wakes-no-one scheduler_idle"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

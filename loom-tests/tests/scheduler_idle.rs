@@ -7,12 +7,14 @@
 //! The queue is an atomic flag written and read with plain stores and loads, standing for the
 //! lock-free deques the runtime uses outside loom (a mutex queue would order the two threads
 //! by itself and hide a missing fence). A stand-in's short park that an unpark races with
-//! reports that unpark, so the stand-in does not sleep again through it.
+//! reports that unpark, so the stand-in does not sleep again through it; a park consumes
+//! every unpark's token; and the last worker to stop searching wakes a sleeper for the work
+//! the notifiers left to the searchers.
 #![cfg(loom)]
 
 use escapement::loom_api::{Driver, Idle, Parker};
 use loom::sync::atomic::{AtomicBool, Ordering};
-use loom::sync::Arc;
+use loom::sync::{Arc, Mutex};
 use loom::thread;
 
 #[test]
@@ -91,5 +93,76 @@ fn two_unparks_racing_a_park_lose_no_work() {
         for maker in makers {
             maker.join().unwrap();
         }
+    });
+}
+
+/// Takes one task from `queue` (its count of tasks), if there is one.
+fn take(queue: &Mutex<usize>) -> bool {
+    let mut queued = queue.lock().unwrap();
+    let found = *queued > 0;
+    if found {
+        *queued -= 1;
+    }
+    found
+}
+
+/// Worker 0 searches while a thread pushes two tasks: each push finds a searcher and wakes no
+/// one. Worker 0 takes one task and keeps its thread (a long poll); as the last searcher to
+/// stop, it must wake the sleeping worker 1 for the other, or that task waits while a worker
+/// sleeps. (The queue is behind a mutex: this protocol's fences are the first model's.)
+#[test]
+fn the_last_searcher_to_find_work_wakes_a_sleeper_for_the_rest() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(false);
+        let idle = Arc::new(Idle::new(2));
+        let queue = Arc::new(Mutex::new(0));
+        let (parker, unparker) = Parker::new(&driver);
+        assert!(idle.try_transition_to_searching(2));
+
+        let worker1 = {
+            let (idle, queue) = (idle.clone(), queue.clone());
+            thread::spawn(move || {
+                // The worker's loop, cut down to taking one task.
+                let mut searching = false;
+                loop {
+                    if take(&queue) {
+                        break;
+                    }
+                    idle.transition_to_sleeping(1, searching);
+                    if take(&queue) {
+                        searching = !idle.transition_from_sleeping(1);
+                        break;
+                    }
+                    parker.park();
+                    searching = !idle.transition_from_sleeping(1);
+                }
+                if searching {
+                    assert_eq!(idle.end_search(), None, "no one else sleeps");
+                }
+            })
+        };
+        let pusher = {
+            let (idle, queue, unparker) = (idle.clone(), queue.clone(), unparker.clone());
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    *queue.lock().unwrap() += 1;
+                    if let Some(sleeper) = idle.worker_to_notify() {
+                        assert_eq!(sleeper, 1);
+                        unparker.unpark();
+                    }
+                }
+            })
+        };
+
+        // Worker 0: searches until it finds a task, then runs it and never looks again.
+        while !take(&queue) {
+            thread::yield_now();
+        }
+        if let Some(sleeper) = idle.end_search() {
+            assert_eq!(sleeper, 1);
+            unparker.unpark();
+        }
+        pusher.join().unwrap();
+        worker1.join().unwrap();
     });
 }

@@ -366,6 +366,14 @@ impl Idle {
     pub fn transition_from_sleeping(&self, worker: usize) -> bool {
         self.0.transition_from_sleeping(worker)
     }
+
+    pub fn try_transition_to_searching(&self, workers: usize) -> bool {
+        self.0.try_transition_to_searching(workers)
+    }
+
+    pub fn end_search(&self) -> Option<usize> {
+        self.0.end_search()
+    }
 }
 
 /// The waker slot of a timer.

@@ -8,6 +8,9 @@
 //! - **Notifying.** A thread that makes work (pushes a task) then issues a `SeqCst` fence and
 //!   reads the state. If a worker is searching, that worker will find the work; otherwise, if
 //!   one sleeps, it pops a sleeper, counts it as searching, and unparks it.
+//! - **Ending a search.** A searching worker that found a task stops searching; the last one
+//!   to stop notifies as above, since the notifiers that skipped while it searched may have
+//!   left more than the one task it took.
 //! - **Going to sleep.** A worker adds itself to the sleepers and the count (a `SeqCst`
 //!   read-modify-write, which also drops its searching count), issues a `SeqCst` fence, then
 //!   checks every queue once more before it parks.
@@ -90,11 +93,17 @@ impl Idle {
         }
     }
 
-    /// A searching worker found work. Returns whether it was the last searcher, in which
-    /// case the caller wakes another worker to look for what else there is.
-    pub(crate) fn transition_from_searching(&self) -> bool {
+    /// A searching worker found work and stops searching. Returns the worker to unpark when
+    /// it was the last searcher: a notifier that saw it searching left its work to it and
+    /// woke no one, and there may be more work than the one task it took, which it now
+    /// runs (for as long as that takes), so another worker must look.
+    pub(crate) fn end_search(&self) -> Option<usize> {
         let prev = self.state.fetch_sub(SEARCHING_ONE, Ordering::SeqCst);
-        prev & SEARCHING_MASK == 1
+        if prev & SEARCHING_MASK == 1 {
+            self.worker_to_notify()
+        } else {
+            None
+        }
     }
 
     /// A running worker starts searching, unless half the workers already are (more would

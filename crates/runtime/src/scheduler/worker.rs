@@ -642,9 +642,9 @@ impl Worker {
     pub(crate) fn end_search(&mut self) {
         if self.searching {
             self.searching = false;
-            if self.shared().idle.transition_from_searching() {
-                // The last searcher found work: there may be more, so wake another to look.
-                self.shared().notify_parked();
+            // The last searcher found work: there may be more, so another wakes to look.
+            if let Some(worker) = self.shared().idle.end_search() {
+                self.shared().unpark(worker);
             }
         }
     }
