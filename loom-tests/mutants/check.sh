@@ -64,6 +64,7 @@ models=(
     "53-last-reference-dropped-without-acquire owned_tasks"
     "54-dropped-count-joins-any-shard-of-the-driver driver_ref"
     "55-last-searcher-wakes-no-one scheduler_idle"
+    "56-firing-behind-the-wheel-keeps-its-old-reading overdue_handoff"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

@@ -1,7 +1,8 @@
 //! Model 9: the overdue hand-off. While worker 0 may be stuck in a long poll, another worker
 //! fires overdue timers if the driver's lock is free. When worker 0 processes at the same
 //! moment, the timer still fires exactly once and wakes its task once. While worker 0 is
-//! awake, one sleeping stand-in at a time is the watch.
+//! awake, one sleeping stand-in at a time is the watch. A thread whose clock reading is
+//! behind the wheel's tick fires up to the wheel's tick.
 #![cfg(loom)]
 
 use escapement::loom_api::{Driver, TimerPoll};
@@ -125,5 +126,33 @@ fn one_stand_in_at_a_time_is_the_watch() {
             driver.as_watch(|_| ()).is_some(),
             "the watch was not given up"
         );
+    });
+}
+
+/// Far enough ahead that the running clock never reaches it: only `process` fires.
+const FAR: u64 = 2_000_000_000;
+
+/// Two threads fire the same shard with different clock readings. The later one fires a
+/// batch (two timers under loom) and frees the lock to wake them, leaving the wheel at
+/// their tick, past the earlier reading, with a third timer due there. The thread with the
+/// earlier reading, taking the lock then, must fire up to the wheel's tick: the wheel hands
+/// it that third timer (a poll behind the wheel is a poll at its tick), and below its
+/// deadline the thread would link it back into the due list, and take it out again,
+/// forever, holding the lock.
+#[test]
+fn a_thread_behind_the_wheel_fires_up_to_the_wheels_tick() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(false);
+        let timers: Vec<_> = (0..3).map(|_| registered_timer(&driver, FAR + 5)).collect();
+        let behind = {
+            let driver = driver.clone();
+            thread::spawn(move || driver.process(FAR))
+        };
+        let ahead = driver.process(FAR + 10);
+        let fired = ahead + behind.join().unwrap();
+        assert_eq!(fired, 3);
+        for (_, _, wakes) in &timers {
+            assert_eq!(wakes.count(), 1, "a due timer fired once");
+        }
     });
 }

@@ -128,7 +128,12 @@ const NEVER: u64 = u64::MAX;
 const ADVANCING: usize = 1 << (usize::BITS - 1);
 
 /// Wakers woken per batch, after the lock is released.
+#[cfg(not(loom))]
 pub(crate) const WAKE_BATCH: usize = 32;
+/// Under loom, two: a model with three due timers then reaches the end of a batch, where the
+/// lock is free and other threads move the wheel.
+#[cfg(loom)]
+pub(crate) const WAKE_BATCH: usize = 2;
 
 /// How overdue the next timer must be before a thread other than worker 0 fires it. Worker 0,
 /// when merely busy, fires due timers between two task polls, microseconds apart; a timer this
