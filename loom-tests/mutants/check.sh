@@ -65,6 +65,9 @@ models=(
     "54-dropped-count-joins-any-shard-of-the-driver driver_ref"
     "55-last-searcher-wakes-no-one scheduler_idle"
     "56-firing-behind-the-wheel-keeps-its-old-reading overdue_handoff"
+    "57-worker-given-back-unparks-one-waiter current_thread"
+    "58-shutdown-forgets-the-exiting-threads blocking_pool"
+    "59-reset-into-the-past-wakes-under-the-lock waker_drops_timer"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

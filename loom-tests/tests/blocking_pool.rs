@@ -11,6 +11,9 @@
 //! - A job given to run at once (`spawn_now`, as `block_in_place` hands a worker over) runs
 //!   past the cap while the only thread the cap allows waits for it, and goes to the thread
 //!   that ran a first job whether that thread is still running it, about to wait, or waiting.
+//! - The shutdown's wait returns only once every pool thread has ended, also one that has
+//!   left the count of threads and is still exiting (its stop callback and the runtime's
+//!   handle are dropped outside the lock).
 #![cfg(loom)]
 
 use escapement::loom_api::{BlockingPool, JobCount};
@@ -101,5 +104,20 @@ fn a_job_given_now_wakes_the_thread_going_idle_or_starts_one() {
         count.wait_for(2);
         pool.shutdown_and_wait();
         assert_eq!(count.get(), 2);
+    });
+}
+
+#[test]
+fn the_shutdown_waits_for_a_thread_still_exiting() {
+    loom::model(|| {
+        let pool = BlockingPool::new(1);
+        let count = JobCount::new();
+        pool.spawn(count.clone());
+        pool.shutdown_and_wait();
+        assert_eq!(count.get(), 1);
+        assert!(
+            pool.no_thread_holds_it(),
+            "a pool thread outlived the shutdown's wait"
+        );
     });
 }

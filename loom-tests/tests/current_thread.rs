@@ -21,6 +21,11 @@
 //! thread's `block_on` returns the worker: whichever sees the other, the task left pending
 //! is cancelled, by the shutdown (which finds the thread already counted out) or by the
 //! returning thread (which sees the shutdown under the slot's lock).
+//!
+//! The fifth gives the worker back while two other `block_on`s wait for it: the first in
+//! the list completes on its own parker just then, and the other needs the worker to run its
+//! task. Every waiter is unparked when the worker comes back, or the second sleeps with its
+//! task queued.
 #![cfg(loom)]
 
 use std::future::Future;
@@ -128,4 +133,38 @@ impl Drop for SetOnDrop {
     fn drop(&mut self) {
         self.0.store(true, Ordering::SeqCst);
     }
+}
+
+/// Pending once, waking itself, then ready: a future that completes on its own thread's
+/// parker, without the worker.
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        if std::mem::replace(&mut self.0, true) {
+            return Poll::Ready(());
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+#[test]
+fn a_worker_given_back_unparks_every_waiting_block_on() {
+    model(|| {
+        let runtime = escapement::Builder::new_current_thread().build().unwrap();
+        let on_its_own = loom::thread::spawn({
+            let handle = runtime.handle().clone();
+            move || handle.block_on(YieldOnce(false))
+        });
+        let needs_the_worker = loom::thread::spawn({
+            let handle = runtime.handle().clone();
+            move || handle.block_on(async { escapement::spawn(async { 7 }).await.unwrap() })
+        });
+        runtime.block_on(YieldOnce(false));
+        on_its_own.join().unwrap();
+        assert_eq!(needs_the_worker.join().unwrap(), 7);
+    });
 }

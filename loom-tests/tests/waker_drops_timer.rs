@@ -2,7 +2,8 @@
 //! woken. Wakers run after the driver lock is released, so the drop (which may take the
 //! lock) cannot deadlock, whether the other timer is due in the same batch or later. The same
 //! holds for the wakers a shutdown wakes: one that resets a timer never polled (which takes
-//! the lock, where dropping a timer the shutdown closed does not) must not find it held.
+//! the lock, where dropping a timer the shutdown closed does not) must not find it held; and
+//! for the waker a reset into the past wakes at once, on the owner's thread.
 #![cfg(loom)]
 
 use std::task::{RawWaker, RawWakerVTable, Waker};
@@ -131,5 +132,28 @@ fn a_waker_woken_by_shutdown_resets_a_timer_never_polled() {
         assert!(slot.is_empty(), "the other timer was dropped");
         assert_eq!(driver.pending(), 0, "shutdown leaves nothing linked");
         drop(first);
+    });
+}
+
+/// A reset to a tick already passed fires the timer at once, on the owner's thread: its
+/// waker, which drops another timer of the same shard, must run after the shard's lock is
+/// released, as the driver's wakes do.
+#[test]
+fn a_reset_into_the_past_wakes_after_the_lock() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(true);
+        let (plain, _) = counting_waker();
+        let mut other = driver.timer(10);
+        assert_eq!(other.poll(&plain), TimerPoll::Pending);
+        let slot = Slot::new(other, None);
+        let mut first = driver.timer(5);
+        assert_eq!(
+            first.poll(&dropping_waker(slot.clone())),
+            TimerPoll::Pending
+        );
+        driver.advance(2);
+        first.reset(1);
+        assert!(slot.is_empty(), "the waker dropped the other timer");
+        assert_eq!(driver.pending(), 0);
     });
 }

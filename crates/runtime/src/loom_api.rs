@@ -484,6 +484,12 @@ impl BlockingPool {
             .is_ok()
     }
 
+    /// Whether this handle and its clones are all that hold the pool: every pool thread,
+    /// which holds it until it ends, has ended.
+    pub fn no_thread_holds_it(&self) -> bool {
+        Arc::strong_count(&self.inner) == 1
+    }
+
     /// Shuts the pool down and waits until its threads have exited.
     pub fn shutdown_and_wait(&self) {
         self.inner.shutdown();
