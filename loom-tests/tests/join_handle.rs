@@ -89,6 +89,32 @@ fn poll_handle(
     Pin::new(handle).poll(&mut Context::from_waker(waker))
 }
 
+/// A task spawned and run by a runner thread, whose handle was polled once meanwhile with a
+/// counting waker.
+struct Polled {
+    handle: escapement::JoinHandle<Tracked>,
+    counts: Counts,
+    runner: thread::JoinHandle<()>,
+    waker: std::task::Waker,
+    wakes: escapement_loom_tests::Wakes,
+    first: Poll<Result<Tracked, escapement::JoinError>>,
+}
+
+fn spawn_run_and_poll(tasks: &Tasks) -> Polled {
+    let (mut handle, counts) = spawn(tasks);
+    let runner = spawn_runner(tasks);
+    let (waker, wakes) = counting_waker();
+    let first = poll_handle(&mut handle, &waker);
+    Polled {
+        handle,
+        counts,
+        runner,
+        waker,
+        wakes,
+        first,
+    }
+}
+
 #[test]
 fn completion_racing_abort() {
     loom::model(|| {
@@ -138,10 +164,14 @@ fn completion_racing_join_handle_drop() {
 fn completion_racing_a_join_poll_wakes_the_joiner() {
     loom::model(|| {
         let tasks = Tasks::new();
-        let (mut handle, counts) = spawn(&tasks);
-        let runner = spawn_runner(&tasks);
-        let (waker, wakes) = counting_waker();
-        let first = poll_handle(&mut handle, &waker);
+        let Polled {
+            mut handle,
+            counts,
+            runner,
+            waker,
+            wakes,
+            first,
+        } = spawn_run_and_poll(&tasks);
         runner.join().unwrap();
         if first.is_pending() {
             assert_eq!(wakes.count(), 1, "the joiner was not woken");
@@ -167,10 +197,14 @@ fn completion_racing_a_join_poll_wakes_the_joiner() {
 fn completion_racing_the_drop_of_a_polled_join_handle() {
     loom::model(|| {
         let tasks = Tasks::new();
-        let (mut handle, counts) = spawn(&tasks);
-        let runner = spawn_runner(&tasks);
-        let (waker, wakes) = counting_waker();
-        let first = poll_handle(&mut handle, &waker);
+        let Polled {
+            handle,
+            counts,
+            runner,
+            waker,
+            wakes,
+            first,
+        } = spawn_run_and_poll(&tasks);
         drop(handle);
         runner.join().unwrap();
         drop(waker);

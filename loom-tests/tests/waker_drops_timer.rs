@@ -9,7 +9,7 @@
 use std::task::{RawWaker, RawWakerVTable, Waker};
 
 use escapement::loom_api::{Driver, Timer, TimerPoll};
-use escapement_loom_tests::{counting_waker, process_on_worker0};
+use escapement_loom_tests::{counting_waker, process_on_worker0, Wakes};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 
@@ -72,19 +72,30 @@ unsafe fn drop_waker(ptr: *const ()) {
     drop(unsafe { Arc::from_raw(ptr.cast::<Slot>()) });
 }
 
+/// Two registered timers: the other, due at `other_tick`, in a slot, and the first, due at
+/// `first_tick`, whose waker drops the other. Returns the first, the slot, and the other's
+/// wakes.
+fn first_dropping_another(
+    driver: &Driver,
+    first_tick: u64,
+    other_tick: u64,
+) -> (Timer, Arc<Slot>, Wakes) {
+    let (plain, other_wakes) = counting_waker();
+    let mut other = driver.timer(other_tick);
+    assert_eq!(other.poll(&plain), TimerPoll::Pending);
+    let slot = Slot::new(other, None);
+    let mut first = driver.timer(first_tick);
+    assert_eq!(
+        first.poll(&dropping_waker(slot.clone())),
+        TimerPoll::Pending
+    );
+    (first, slot, other_wakes)
+}
+
 fn model(other_tick: u64) {
     loom::model(move || {
         let (driver, _worker0) = Driver::new(true);
-        let (plain, other_wakes) = counting_waker();
-        let mut other = driver.timer(other_tick);
-        assert_eq!(other.poll(&plain), TimerPoll::Pending);
-        let slot = Slot::new(other, None);
-
-        let mut first = driver.timer(5);
-        assert_eq!(
-            first.poll(&dropping_waker(slot.clone())),
-            TimerPoll::Pending
-        );
+        let (first, slot, other_wakes) = first_dropping_another(&driver, 5, other_tick);
 
         let worker0 = process_on_worker0(&driver, 5);
         // Meanwhile the owner may drop the other timer itself.
@@ -142,15 +153,7 @@ fn a_waker_woken_by_shutdown_resets_a_timer_never_polled() {
 fn a_reset_into_the_past_wakes_after_the_lock() {
     loom::model(|| {
         let (driver, _worker0) = Driver::new(true);
-        let (plain, _) = counting_waker();
-        let mut other = driver.timer(10);
-        assert_eq!(other.poll(&plain), TimerPoll::Pending);
-        let slot = Slot::new(other, None);
-        let mut first = driver.timer(5);
-        assert_eq!(
-            first.poll(&dropping_waker(slot.clone())),
-            TimerPoll::Pending
-        );
+        let (mut first, slot, _) = first_dropping_another(&driver, 5, 10);
         driver.advance(2);
         first.reset(1);
         assert!(slot.is_empty(), "the waker dropped the other timer");
