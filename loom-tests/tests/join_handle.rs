@@ -164,21 +164,15 @@ fn completion_racing_join_handle_drop() {
 fn completion_racing_a_join_poll_wakes_the_joiner() {
     loom::model(|| {
         let tasks = Tasks::new();
-        let Polled {
-            mut handle,
-            counts,
-            runner,
-            waker,
-            wakes,
-            first,
-        } = spawn_run_and_poll(&tasks);
-        runner.join().unwrap();
-        if first.is_pending() {
-            assert_eq!(wakes.count(), 1, "the joiner was not woken");
+        let polled = spawn_run_and_poll(&tasks);
+        polled.runner.join().unwrap();
+        if polled.first.is_pending() {
+            assert_eq!(polled.wakes.count(), 1, "the joiner was not woken");
         }
-        let output = match first {
+        let (mut handle, counts) = (polled.handle, polled.counts);
+        let output = match polled.first {
             Poll::Ready(result) => result,
-            Poll::Pending => match poll_handle(&mut handle, &waker) {
+            Poll::Pending => match poll_handle(&mut handle, &polled.waker) {
                 Poll::Ready(result) => result,
                 Poll::Pending => panic!("the task finished, so the handle is ready"),
             },
@@ -197,23 +191,16 @@ fn completion_racing_a_join_poll_wakes_the_joiner() {
 fn completion_racing_the_drop_of_a_polled_join_handle() {
     loom::model(|| {
         let tasks = Tasks::new();
-        let Polled {
-            handle,
-            counts,
-            runner,
-            waker,
-            wakes,
-            first,
-        } = spawn_run_and_poll(&tasks);
-        drop(handle);
-        runner.join().unwrap();
-        drop(waker);
-        if let Poll::Ready(output) = first {
+        let polled = spawn_run_and_poll(&tasks);
+        drop(polled.handle);
+        polled.runner.join().unwrap();
+        drop(polled.waker);
+        if let Poll::Ready(output) = polled.first {
             drop(output.expect("neither aborted nor panicked"));
         }
-        assert_eq!(wakes.held(), 0, "the join waker was kept");
-        assert_eq!(counts.future.load(Ordering::SeqCst), 1);
-        assert_eq!(counts.output.load(Ordering::SeqCst), 1);
+        assert_eq!(polled.wakes.held(), 0, "the join waker was kept");
+        assert_eq!(polled.counts.future.load(Ordering::SeqCst), 1);
+        assert_eq!(polled.counts.output.load(Ordering::SeqCst), 1);
         tasks.shutdown();
     });
 }
