@@ -3,15 +3,14 @@
 //! Each turn a worker runs one task: from its own queue, from the injector (first, every
 //! `global_queue_interval` turns, 61 unless the builder says otherwise and 31 on a
 //! current-thread runtime, and the turn after a task yielded, so outside work is not
-//! starved), or stolen from another worker. A
-//! current-thread runtime's worker holds a task that yielded back until its batch of turns
-//! ends (its queue is empty, or it ran its most turns), then queues the held tasks again,
-//! last first, after `block_on`'s future has had its turn, if woken: tokio's order, where
-//! such wakes are deferred. Worker 0 also fires due timers at the top of
-//! every turn, which costs one relaxed load when no timer is pending. With nothing to run, a
-//! worker sleeps by the protocol of `idle.rs`: worker 0 on the timer driver's poll, with its
-//! next expiry as the timeout, the others on a condvar parker. A worker runs the builder's
-//! park callback before it parks and its unpark callback after.
+//! starved), or stolen from another worker. A current-thread runtime's worker holds a task
+//! that yielded back until its batch of turns ends (its queue is empty, or it ran its most
+//! turns), then queues the held tasks again, last first, after `block_on`'s future has had
+//! its turn, if woken: tokio's order, where such wakes are deferred. Worker 0 also fires due
+//! timers at the top of every turn, which costs one relaxed load when no timer is pending.
+//! With nothing to run, a worker sleeps by the protocol of `idle.rs`: worker 0 on the timer
+//! driver's poll, with its next expiry as the timeout, the others on a condvar parker. A
+//! worker runs the builder's park callback before it parks and its unpark callback after.
 //!
 //! Worker 0 can be stuck in a long poll (a task that blocks its thread), and then no timer
 //! of the runtime would fire. So the other workers stand in: every
