@@ -68,6 +68,7 @@ models=(
     "57-worker-given-back-unparks-one-waiter current_thread"
     "58-shutdown-forgets-the-exiting-threads blocking_pool"
     "59-reset-into-the-past-wakes-under-the-lock waker_drops_timer"
+    "60-unpark-counts-the-thread-after-its-token auto_advance"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

@@ -1,11 +1,12 @@
 //! Model 8c: the activity count behind auto-advance. A thread registers a timer on a paused
-//! clock and parks, as `block_on` does, while worker 0 goes idle. Once both are idle the
-//! clock must jump to the timer and fire it, waking the parked thread; the count must never
-//! read zero while a thread is about to run, or the clock would jump under it. And
-//! `time::advance` racing worker 0, which has just taken the due timer out of the wheel: the
-//! advance completes only once that timer's waker was woken. And with auto-advance held back
-//! (a blocking closure runs), a timer registered already due on a clock that ran ahead of the
-//! wheel still fires: worker 0 catches the wheel up before it blocks.
+//! clock and parks, as `block_on` does, while worker 0 goes idle. Once both are idle the clock
+//! must jump to the timer and fire it, waking the parked thread; the count must never read zero
+//! while a thread is about to run, or the clock would jump under it: neither one entering
+//! `block_on`, nor one woken from outside the runtime, which an unpark counts before its token
+//! can be seen. And `time::advance` racing worker 0, which has just taken the due timer out of
+//! the wheel: the advance completes only once that timer's waker was woken. And with auto-
+//! advance held back (a blocking closure runs), a timer registered already due on a clock that
+//! ran ahead of the wheel still fires: worker 0 catches the wheel up before it blocks.
 #![cfg(loom)]
 
 use std::task::{RawWaker, RawWakerVTable, Waker};
@@ -102,6 +103,36 @@ fn the_clock_does_not_jump_under_a_thread_that_became_active() {
         let (first, second) = entering.join().unwrap();
         assert_eq!(first, second, "the clock moved while the thread was active");
         assert_eq!(driver.now_tick(), if advanced { 5 } else { 0 });
+    });
+}
+
+/// A thread parked in `block_on`, woken from outside the runtime (a thread the count does not
+/// hold) while worker 0 decides whether to advance. The woken thread is counted active before
+/// it can run, so what it reads is what worker 0 decided: the jump if worker 0 advanced (it
+/// did so while the thread slept), the old time if not. The unparker must count it active
+/// before its token can be seen: a thread that takes the token before its condvar wait would
+/// otherwise run while the count still reads idle.
+#[test]
+fn a_thread_woken_from_outside_is_counted_before_it_runs() {
+    loom::model(|| {
+        let (driver, worker0) = Driver::new(true);
+        let (_timer, _waker, _wakes) = registered_timer(&driver, 5);
+        // This thread runs a `block_on`: active until its park.
+        driver.activate();
+        let (parker, unparker) = Parker::new(&driver);
+        let outside = thread::spawn(move || unparker.unpark());
+        let worker0 = thread::spawn(move || worker0.try_auto_advance());
+        parker.park();
+        // Active again, and it stays so: worker 0 may not advance from here on.
+        let read = driver.now_tick();
+        let advanced = worker0.join().unwrap();
+        outside.join().unwrap();
+        assert_eq!(
+            read,
+            if advanced { 5 } else { 0 },
+            "the clock jumped under a woken thread"
+        );
+        driver.deactivate();
     });
 }
 
