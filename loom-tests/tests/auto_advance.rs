@@ -4,9 +4,9 @@
 //! while a thread is about to run, or the clock would jump under it: neither one entering
 //! `block_on`, nor one woken from outside the runtime, which an unpark counts before its token
 //! can be seen. And `time::advance` racing worker 0, which has just taken the due timer out of
-//! the wheel: the advance completes only once that timer's waker was woken. And with auto-
-//! advance held back (a blocking closure runs), a timer registered already due on a clock that
-//! ran ahead of the wheel still fires: worker 0 catches the wheel up before it blocks.
+//! the wheel: the advance completes only once that timer's waker was woken. And with
+//! auto-advance held back (a blocking closure runs), a timer registered already due on a clock
+//! that ran ahead of the wheel still fires: worker 0 catches the wheel up before it blocks.
 #![cfg(loom)]
 
 use std::task::{RawWaker, RawWakerVTable, Waker};
