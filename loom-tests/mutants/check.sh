@@ -69,6 +69,7 @@ models=(
     "58-shutdown-forgets-the-exiting-threads blocking_pool"
     "59-reset-into-the-past-wakes-under-the-lock waker_drops_timer"
     "60-unpark-counts-the-thread-after-its-token auto_advance"
+    "61-last-exit-wakes-no-pool-thread-waiting blocking_pool"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

@@ -13,7 +13,8 @@
 //!   that ran a first job whether that thread is still running it, about to wait, or waiting.
 //! - The shutdown's wait returns only once every pool thread has ended, also one that has
 //!   left the count of threads and is still exiting (its stop callback and the runtime's
-//!   handle are dropped outside the lock).
+//!   handle are dropped outside the lock). A shutdown on one of the pool's own threads waits
+//!   for the others, and the last of them to exit wakes it.
 #![cfg(loom)]
 
 use escapement::loom_api::{BlockingPool, JobCount};
@@ -115,6 +116,25 @@ fn the_shutdown_waits_for_a_thread_still_exiting() {
         pool.spawn(count.clone());
         pool.shutdown_and_wait();
         assert_eq!(count.get(), 1);
+        assert!(
+            pool.no_thread_holds_it(),
+            "a pool thread outlived the shutdown's wait"
+        );
+    });
+}
+
+/// A shutdown on one of the pool's threads (the runtime dropped in a `block_in_place`
+/// closure, on the thread the worker was handed to) waits for the pool's other threads only:
+/// the last of them to exit must wake it, though the count it leaves is one, not zero.
+#[test]
+fn a_shutdown_on_a_pool_thread_is_woken_by_the_last_other_thread() {
+    loom::model(|| {
+        let pool = BlockingPool::new(1);
+        let count = JobCount::new();
+        pool.spawn(count.clone());
+        assert!(pool.spawn_now_shutting_down(count.clone()));
+        count.wait_for(2);
+        pool.shutdown_and_wait();
         assert!(
             pool.no_thread_holds_it(),
             "a pool thread outlived the shutdown's wait"

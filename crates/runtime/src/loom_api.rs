@@ -484,6 +484,20 @@ impl BlockingPool {
             .is_ok()
     }
 
+    /// Runs at once, as [`spawn_now`](Self::spawn_now) does, a job that shuts the pool down
+    /// from its own thread and waits for the pool's other threads to exit, as a runtime dropped
+    /// in a `block_in_place` closure does; then it adds one to `count`. Returns whether the
+    /// pool took it.
+    pub fn spawn_now_shutting_down(&self, count: Arc<JobCount>) -> bool {
+        let pool = self.inner.clone();
+        let job = move || {
+            pool.shutdown();
+            pool.wait_for_exit(None);
+            count.add_one();
+        };
+        crate::task::BlockingPool::spawn_now(&self.inner, Box::new(job), None).is_ok()
+    }
+
     /// Whether this handle and its clones are all that hold the pool: every pool thread,
     /// which holds it until it ends, has ended.
     pub fn no_thread_holds_it(&self) -> bool {
