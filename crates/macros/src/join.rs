@@ -15,11 +15,10 @@
 //!
 //! ```text
 //! {
-//!     let (made_0, ..) = (MaybeDone::new(into_future(FUTURE_0)), ..);  // in order
-//!     let mut future_n = pin!(made_n); .. let mut future_0 = pin!(made_0);
-//!                                     // last to first, so they drop first to last
+//!     let mut pairs = pin!((MaybeDone::new(into_future(FUTURE_0)), (.., ())));  // in order
 //!     let mut next_first: u32 = 0;                    // unless `biased`
-//!     poll_fn(|cx| {
+//!     poll_fn(move |cx| {
+//!         let (mut future_0, rest) = pin_split(pairs.as_mut()); ..   // each future, pinned
 //!         // `first` is 0 if `biased`; else `next_first`, which moves on by one each poll,
 //!         // so every future takes its turn at being polled first.
 //!         // From `first`, each future not yet done: poll it (`MaybeDone` keeps its
@@ -30,8 +29,10 @@
 //! }                             // the futures drop here, done or not
 //! ```
 //!
-//! - No `unsafe`: the futures are pinned on the stack with `core::pin::pin!`, each in its own
-//!   `MaybeDone` (from `futures-util`), which holds the output until every future is done.
+//! - No `unsafe` in the expansion: the futures are pinned on the stack with `core::pin::pin!`,
+//!   all in one value (see `pinned`), each in its own `MaybeDone` (from `futures-util`),
+//!   which holds the output until every future is done. They drop first to last, as a
+//!   tuple's fields do.
 //! - The expansion's own variables are `mixed_site`, out of reach of the user's code; there
 //!   is no item in it to be shadowed.
 //! - With no future, `join!` is `()` and `try_join!` is `Ok(())`, as in tokio.
@@ -43,6 +44,7 @@ use syn::punctuated::Punctuated;
 use syn::{Expr, Token};
 
 use crate::head::{self, Head};
+use crate::pinned;
 
 /// Which macro is expanded.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -102,20 +104,19 @@ impl Join {
             .collect();
         let count_u32 = count as u32;
 
-        // The futures are made in order, into one tuple, and pinned from the last to the first:
-        // locals drop in the reverse of their order, so the futures (and the outputs they hold)
-        // drop first to last, as a tuple's fields do.
-        let made: Vec<_> = (0..count)
-            .map(|i| format_ident!("made{i}", span = site))
-            .collect();
-        let exprs = self.futures.iter().map(|expr| {
-            quote_spanned!(site=>
-                #krate::__private::maybe_done(::core::future::IntoFuture::into_future(#expr)),
-            )
-        });
-        let pins = made.iter().zip(&futures).rev().map(
-            |(made, future)| quote_spanned!(site=> let mut #future = ::core::pin::pin!(#made);),
+        // The futures are made in order, into one pinned value (see `pinned`).
+        let pairs = syn::Ident::new("pairs", site);
+        let nested = pinned::nest(
+            self.futures
+                .iter()
+                .map(|expr| {
+                    quote_spanned!(site=>
+                        #krate::__private::maybe_done(::core::future::IntoFuture::into_future(#expr))
+                    )
+                })
+                .collect(),
         );
+        let split = pinned::split(krate, &pairs, &futures);
         // Polls future `i`; `try_join!` returns its error at once.
         let polls = futures.iter().enumerate().map(|(i, future)| {
             let i = i as u32;
@@ -177,10 +178,10 @@ impl Join {
         };
 
         quote_spanned! {site=> {
-            let (#(#made,)*) = (#(#exprs)*);
-            #(#pins)*
+            let mut #pairs = ::core::pin::pin!(#nested);
             #rotation
-            ::core::future::poll_fn(|#cx: &mut ::core::task::Context<'_>| {
+            ::core::future::poll_fn(move |#cx: &mut ::core::task::Context<'_>| {
+                #split
                 #start
                 let mut #pending = false;
                 #in_turn

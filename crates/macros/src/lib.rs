@@ -47,6 +47,7 @@ mod args;
 mod entry;
 mod head;
 mod join;
+mod pinned;
 mod select;
 
 use entry::Entry;

@@ -22,14 +22,16 @@
 //! {
 //!     enum Out<T0, T1, ..> { B0(T0), B1(T1), .., Disabled }
 //!     let out = {
-//!         let mut disabled: u64 = 0;                   // bit i: branch i is off
+//!         let mut disabled: u8 = 0;                    // bit i: branch i is off (u16,
+//!                                                      // u32, u64 past 8, 16, 32 branches)
 //!         if !(PRECONDITION_i) { disabled |= 1 << i; } // every precondition, first
-//!         let (given_0, ..) = (FUTURE_0, ..);        // then every future, in order, in
-//!         let (made_0, ..) = (into_future(given_0), ..); // a tuple (a borrowed temporary
-//!         let mut future_n = pin!(made_n); ..          // lives on); pinned last to first,
-//!         let mut future_0 = pin!(made_0);             // so they drop first to last
-//!         poll_fn(|cx| {
+//!         let (given_0, ..) = (FUTURE_0, ..);          // then every future, in order, in
+//!                                                      // a tuple (a borrowed temporary
+//!                                                      // lives on); then into one value,
+//!         let mut pairs = pin!((into_future(given_0), (.., ())));  // pinned (`pinned`)
+//!         poll_fn(move |cx| {
 //!             // With the task's cooperative budget spent: wake the task, `Pending`.
+//!             let (mut future_0, rest) = pin_split(pairs.as_mut()); ..  // each, pinned
 //!             // From a random branch (the first one if `biased`), each branch still on:
 //!             //   poll it; if ready, match its output by reference against PATTERN_i
 //!             //   (without `mut` and `ref`): a match returns `Out::Bi(output)`, a
@@ -47,7 +49,8 @@
 //! - The handlers run after every future has dropped, outside the poll, so `return`, `?`,
 //!   `break` and `continue` in them act on the code around `select!`, and they may use what
 //!   the futures borrowed.
-//! - The futures are pinned on the stack with `core::pin::pin!`: no `unsafe`, no allocation.
+//! - The futures are pinned on the stack with `core::pin::pin!`, all in one value, and drop
+//!   first to last: no `unsafe` in the expansion, no allocation.
 //! - The budget check comes before any branch: a branch future that is always ready and
 //!   ignores the budget would otherwise win every poll once the budget-aware branches
 //!   return `Pending`, and a `select!` in a loop would never yield.
@@ -63,6 +66,7 @@ use syn::visit_mut::VisitMut;
 use syn::{Expr, Pat, Token};
 
 use crate::head::{self, Head};
+use crate::pinned;
 
 /// The most branches one `select!` takes: the bits of its `u64` of disabled branches.
 const MAX_BRANCHES: usize = 64;
@@ -241,13 +245,17 @@ impl Select {
         let futures: Vec<_> = (0..count)
             .map(|i| format_ident!("future{i}", span = site))
             .collect();
+        // The narrowest unsigned integer with a bit per branch, as tokio's mask is.
+        let width = count.next_power_of_two().max(8);
+        let mask = format_ident!("u{width}", span = site);
+        let one = syn::LitInt::new(&format!("1u{width}"), site);
         let bits: Vec<_> = (0..count)
-            .map(|i| quote_spanned!(site=> 1u64 << #i))
+            .map(|i| quote_spanned!(site=> #one << #i))
             .collect();
-        let all = if count == MAX_BRANCHES {
-            quote_spanned!(site=> u64::MAX)
+        let all = if count == width {
+            quote_spanned!(site=> #mask::MAX)
         } else {
-            quote_spanned!(site=> (1u64 << #count) - 1)
+            quote_spanned!(site=> (#one << #count) - 1)
         };
         let count_u32 = count as u32;
         let start = if self.biased {
@@ -264,23 +272,23 @@ impl Select {
         });
         // Every branch's expression is evaluated in order into one tuple, which extends the
         // life of a temporary it borrows (`&mut ready(1)`) as a `let` does; then each becomes a
-        // future, in order, and they are pinned from the last to the first: locals drop in the
-        // reverse of their order, so the futures drop first to last, as a tuple's fields do.
+        // future, in order, into one pinned value (see `pinned`).
         let given: Vec<_> = (0..count)
             .map(|i| format_ident!("given{i}", span = site))
             .collect();
-        let made: Vec<_> = (0..count)
-            .map(|i| format_ident!("made{i}", span = site))
-            .collect();
         let exprs = self.branches.iter().map(|branch| &branch.future);
-        let pins = made.iter().zip(&futures).rev().map(
-            |(made, future)| quote_spanned!(site=> let mut #future = ::core::pin::pin!(#made);),
+        let pairs = syn::Ident::new("pairs", site);
+        let nested = pinned::nest(
+            given
+                .iter()
+                .map(|given| quote_spanned!(site=> ::core::future::IntoFuture::into_future(#given)))
+                .collect(),
         );
         let pins = quote_spanned! {site=>
             let (#(#given,)*) = (#(#exprs,)*);
-            let (#(#made,)*) = (#(::core::future::IntoFuture::into_future(#given),)*);
-            #(#pins)*
+            let mut #pairs = ::core::pin::pin!(#nested);
         };
+        let split = pinned::split(krate, &pairs, &futures);
         let polls = self.branches.iter().enumerate().map(|(i, branch)| {
             let (future, variant, bit) = (&futures[i], &variants[i], &bits[i]);
             let (mut pattern, derefs) = peel_references(&branch.pattern);
@@ -331,14 +339,15 @@ impl Select {
             // `mut`, for an arm that binds by `ref mut` into the output.
             #[allow(unused_mut)]
             let mut #output = {
-                let mut #disabled: u64 = 0;
+                let mut #disabled: #mask = 0;
                 #(#preconditions)*
                 #pins
-                ::core::future::poll_fn(|#cx: &mut ::core::task::Context<'_>| {
+                ::core::future::poll_fn(move |#cx: &mut ::core::task::Context<'_>| {
                     if #krate::__private::select_budget(#cx).is_pending() {
                         return ::core::task::Poll::Pending;
                     }
                     let #first: u32 = #start;
+                    #split
                     #in_turn
                     if #disabled == #all {
                         ::core::task::Poll::Ready(#out::Disabled)

@@ -48,7 +48,7 @@ pub use task::spawn;
 /// What the crate's macros expand to; not part of its API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::macros::{select_budget, select_start};
+    pub use crate::macros::{pin_split, select_budget, select_start};
     pub use escapement_macros::{join_inner, select_inner, try_join_inner};
     pub use futures_util::future::maybe_done;
 }

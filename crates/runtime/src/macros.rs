@@ -6,10 +6,16 @@
 //! through a `macro_rules!` wrapper that hands it `$crate`, so that its expansion names this
 //! crate's support code whatever the crate is called where it is used. `join!` and
 //! `try_join!` are built the same way (their design note is in `join.rs` there).
+//!
+//! The three keep their futures in one pinned tuple of nested pairs, `(f0, (f1, (.., ())))`,
+//! and each poll splits it into the futures with [`pin_split`], so that their state holds one
+//! pointer to the tuple rather than one per future. That split is this module's one `unsafe`
+//! block; the expansions have none, so they compile in a crate that forbids `unsafe`.
 
 use std::cell::Cell;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
+use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::loom::thread_local_const;
@@ -255,6 +261,22 @@ pub fn select_start(branches: u32) -> u32 {
     ((u64::from(x) * u64::from(branches)) >> 32) as u32
 }
 
+/// The two halves of a pinned pair, each pinned: the pinning of the pair is structural.
+///
+/// `select!`, `join!` and `try_join!` call it on the nested pairs their futures are pinned in.
+#[doc(hidden)]
+#[inline]
+pub fn pin_split<A, B>(pair: Pin<&mut (A, B)>) -> (Pin<&mut A>, Pin<&mut B>) {
+    // SAFETY: the halves are pinned as long as the pair is, and pinning the pair pins them
+    // (structural pinning), which is sound for a tuple: it is `Unpin` only when both halves
+    // are; it has no `Drop` of its own that could move a half; and nothing hands out a half
+    // unpinned while the pair is pinned (safe code reaches `&mut (A, B)` through the `Pin`
+    // only when the pair, and so each half, is `Unpin`). Neither reference outlives `pair`'s.
+    let (a, b) = unsafe { pair.get_unchecked_mut() };
+    // SAFETY: as above; `a` and `b` are the halves of the pinned pair.
+    unsafe { (Pin::new_unchecked(a), Pin::new_unchecked(b)) }
+}
+
 /// What a `select!` does at the top of each poll: with the task's cooperative budget spent,
 /// wakes the task and returns `Pending`, as the runtime's own futures do, so that a branch
 /// that is always ready but knows nothing of the budget cannot keep a looping `select!` from
@@ -268,6 +290,39 @@ pub fn select_budget(cx: &mut Context<'_>) -> Poll<()> {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pinned_pair_splits_into_its_halves_in_place() {
+        use std::future::Future;
+        use std::task::Waker;
+
+        // A future that counts its polls and finishes on the second, and a plain value.
+        struct Twice(u8);
+        impl Future for Twice {
+            type Output = u8;
+            fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<u8> {
+                self.0 += 1;
+                if self.0 == 2 {
+                    Poll::Ready(self.0)
+                } else {
+                    Poll::Pending
+                }
+            }
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut pair = std::pin::pin!((Twice(0), (String::from("kept"), ())));
+        let at = std::ptr::from_ref(&pair.0);
+        for expected in [Poll::Pending, Poll::Ready(2)] {
+            let (mut first, rest) = pin_split(pair.as_mut());
+            assert!(
+                std::ptr::eq(&*first, at),
+                "the half is the pair's own field"
+            );
+            assert_eq!(first.as_mut().poll(&mut cx), expected);
+            let (second, _) = pin_split(rest);
+            assert_eq!(*second, "kept");
+        }
+    }
 
     #[test]
     fn every_start_comes_up() {
