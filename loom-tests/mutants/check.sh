@@ -70,6 +70,10 @@ models=(
     "59-reset-into-the-past-wakes-under-the-lock waker_drops_timer"
     "60-unpark-counts-the-thread-after-its-token auto_advance"
     "61-last-exit-wakes-no-pool-thread-waiting blocking_pool"
+    "62-is-elapsed-ignores-a-fire-in-progress timer_repoll"
+    "63-firing-checks-the-shutdown-only-once shutdown"
+    "64-reset-checks-the-shutdown-before-unlinking shutdown"
+    "65-is-elapsed-counts-a-closing-timer-as-fired shutdown"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

@@ -3,7 +3,7 @@
 //! is woken; and nothing fires before the deadline. The same for the first poll, which
 //! registers the timer: its waker is in the entry before the node is linked. And an
 //! interval's tick: a `Ready` poll that disarms the timer leaves it unarmed and holding no
-//! waker.
+//! waker. A poll that saw the fire leaves the timer elapsed, even while the fire finishes.
 #![cfg(loom)]
 
 use std::task::Waker;
@@ -127,5 +127,20 @@ fn a_tick_racing_the_fire_leaves_the_timer_unarmed_without_a_waker() {
             assert_eq!(driver.process(9), 0, "the unarmed timer fired");
             assert_eq!(r.second_wakes.count(), woken, "woken after a Ready poll");
         }
+    });
+}
+
+/// `is_elapsed` agrees with the poll that saw the fire: once a poll is `Ready`, the timer is
+/// elapsed, also while worker 0 is still firing it (`FIRING`, which the poll counts as fired).
+#[test]
+fn a_timer_polled_ready_is_elapsed_while_the_fire_finishes() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(true);
+        let r = repoll_racing_the_fire(&driver);
+        if r.seen == TimerPoll::Ready {
+            assert!(r.timer.is_elapsed(), "a timer polled Ready is not elapsed");
+        }
+        assert_eq!(r.worker0.join().unwrap(), 1, "the timer fires exactly once");
+        assert!(r.timer.is_elapsed(), "a fired timer is not elapsed");
     });
 }
