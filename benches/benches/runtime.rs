@@ -30,6 +30,9 @@
 //! - `spawn_outside`: trivial tasks spawned from a thread outside the runtime (`block_on`'s)
 //!   [`OUTSIDE_BATCH`] at a time, then each awaited, on 1 and on 2 workers, by wall time: an
 //!   accept loop's pattern, where each task is allocated on one thread and freed on another.
+//! - `select_join`: on 1 worker, by CPU time as (a), a `select!` of three branches, one of them
+//!   ready (not `biased`, so each poll starts at a random branch), and a `join!` of three
+//!   ready futures, in a loop: what the macros add around the futures they poll.
 //! - `current_thread`: on each runtime's current-thread flavor, by wall time, the loops of
 //!   `spawn_join` (a task spawned from `block_on`'s future and awaited, one at a time, both
 //!   running on that thread) and of `register_cancel`, run in `block_on`'s future itself,
@@ -44,7 +47,7 @@
 //! After each benchmark it prints the threads the measured loops ran on and the loops' CPU
 //! time per iteration on their thread, which the machine's other load disturbs less than wall
 //! time (see [`bench_on`]). Before the benchmarks it prints `size_of` of both runtimes'
-//! `Sleep`.
+//! `Sleep`, and the sizes of `async` blocks around a `select!` and a `join!` of each.
 //!
 //! ```sh
 //! cargo bench -p escapement-benches --bench runtime
@@ -52,7 +55,7 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::future::{ready, Future};
+use std::future::{pending, ready, Future};
 use std::hint::black_box;
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -89,6 +92,7 @@ fn main() {
         "size_of::<tokio::time::Sleep>() = {} bytes",
         size_of::<tokio::time::Sleep>()
     );
+    print_macro_sizes();
     let mut c = Criterion::default()
         .sample_size(SAMPLES)
         .warm_up_time(Duration::from_millis(500))
@@ -101,6 +105,7 @@ fn main() {
     block_in_place(&mut c);
     spawn_join(&mut c);
     spawn_outside(&mut c);
+    select_join(&mut c);
     current_thread(&mut c);
     c.final_summary();
 }
@@ -356,6 +361,86 @@ fn spawn_join(c: &mut Criterion) {
 async fn spawn_join_loop<R: Rt>(iters: u64) {
     for i in 0..iters {
         black_box(R::spawn_here(async move { black_box(i) }).await);
+    }
+}
+
+/// Stands for any future in the sizes [`print_macro_sizes`] prints: 16 bytes of state, an
+/// 8-byte output.
+async fn leaf(x: u64) -> u64 {
+    black_box(x)
+}
+
+/// Prints the sizes of `async` blocks around the same `select!` and `join!` on each runtime:
+/// what a task that uses them holds besides its futures.
+fn print_macro_sizes() {
+    let escapement = async {
+        escapement::select! { a = leaf(1) => a, b = leaf(2) => b, c = leaf(3) => c }
+    };
+    let tokio = async {
+        tokio::select! { a = leaf(1) => a, b = leaf(2) => b, c = leaf(3) => c }
+    };
+    println!(
+        "async block around select! of 3 futures of 16 bytes: escapement {}, tokio {} bytes",
+        size_of_val(&escapement),
+        size_of_val(&tokio)
+    );
+    let escapement = async { escapement::join!(leaf(1), leaf(2), leaf(3), leaf(4), leaf(5)) };
+    let tokio = async { tokio::join!(leaf(1), leaf(2), leaf(3), leaf(4), leaf(5)) };
+    println!(
+        "async block around join! of 5 futures of 16 bytes: escapement {}, tokio {} bytes",
+        size_of_val(&escapement),
+        size_of_val(&tokio)
+    );
+}
+
+/// (n) `select!` and `join!` in a loop, on 1 worker, by CPU time as (a).
+fn select_join(c: &mut Criterion) {
+    let mut group = c.benchmark_group("select_join");
+    let (escapement, tokio) = (Escapement::new(1), Tokio::new(1));
+    bench_loop(&mut group, "select_1w", &escapement, select_loop_escapement);
+    bench_loop(&mut group, "select_1w", &tokio, select_loop_tokio);
+    bench_loop(&mut group, "join_1w", &escapement, join_loop_escapement);
+    bench_loop(&mut group, "join_1w", &tokio, join_loop_tokio);
+    group.finish();
+}
+
+/// `iters` `select!`s of three branches, the middle one ready.
+async fn select_loop_escapement(iters: u64) {
+    for i in 0..iters {
+        black_box(escapement::select! {
+            _ = pending::<()>() => 0,
+            value = ready(black_box(i)) => value,
+            _ = pending::<()>() => 0,
+        });
+    }
+}
+
+/// The loop of [`select_loop_escapement`], with tokio's `select!`.
+async fn select_loop_tokio(iters: u64) {
+    for i in 0..iters {
+        black_box(tokio::select! {
+            _ = pending::<()>() => 0,
+            value = ready(black_box(i)) => value,
+            _ = pending::<()>() => 0,
+        });
+    }
+}
+
+/// `iters` `join!`s of three ready futures.
+async fn join_loop_escapement(iters: u64) {
+    for i in 0..iters {
+        black_box(escapement::join!(
+            ready(black_box(i)),
+            ready(1u64),
+            ready(2u64)
+        ));
+    }
+}
+
+/// The loop of [`join_loop_escapement`], with tokio's `join!`.
+async fn join_loop_tokio(iters: u64) {
+    for i in 0..iters {
+        black_box(tokio::join!(ready(black_box(i)), ready(1u64), ready(2u64)));
     }
 }
 
