@@ -74,6 +74,10 @@ models=(
     "63-firing-checks-the-shutdown-only-once shutdown"
     "64-reset-checks-the-shutdown-before-unlinking shutdown"
     "65-is-elapsed-counts-a-closing-timer-as-fired shutdown"
+    "66-closure-counted-out-after-the-take-back block_in_place"
+    "67-handed-off-thread-leaves-still-active block_in_place"
+    "68-now-job-counted-against-the-cap-as-it-starts blocking_pool"
+    "69-spawn-now-counts-a-woken-thread-idle blocking_pool"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

@@ -14,6 +14,11 @@
 //! explores 35,886 interleavings, with three many times as many, which the mutants'
 //! runs would take four times over, so it is bounded at two whatever `LOOM_MAX_PREEMPTIONS`
 //! says.
+//!
+//! Two more, bounded the same way: on a paused clock, the hand-off forced through, after which
+//! the old thread counts itself idle as it leaves the worker's loop, or the clock never jumps;
+//! and the runtime dropped while a closure returns, whose worker, taken back, the shutdown
+//! waits for before it stops the timers.
 #![cfg(loom)]
 
 #[test]
@@ -35,5 +40,75 @@ fn a_queued_task_runs_once_whichever_thread_has_the_worker_and_shutdown_waits_fo
         });
         assert_eq!(answer.unwrap(), 42);
         drop(runtime);
+    });
+}
+
+/// The same hand-off on a paused clock, forced through: the closure waits for the queued
+/// task, which only the new thread can run, so the old thread never takes the worker back.
+/// The old thread was counted active since the hand-off, and leaves the loop once its poll
+/// returns; it must count itself idle as it leaves, or the clock never jumps to the sleep
+/// the rest of its poll registered, and worker 0, on the new thread, parks without a timeout
+/// (loom reports a deadlock).
+#[test]
+fn a_thread_that_handed_its_worker_off_counts_itself_idle_as_it_leaves() {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(1);
+    model.check(|| {
+        let runtime = escapement::Builder::new()
+            .worker_threads(1)
+            .start_paused(true)
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            escapement::spawn(async {
+                let (ran, wait) = loom::sync::mpsc::channel();
+                let queued = escapement::spawn(async move { ran.send(()).unwrap() });
+                escapement::task::block_in_place(|| wait.recv().unwrap());
+                escapement::time::sleep(std::time::Duration::from_millis(1)).await;
+                queued.await.unwrap();
+            })
+            .await
+            .unwrap();
+        });
+        drop(runtime);
+    });
+}
+
+/// The runtime dropped on the model's thread while a task is in the closure, which returns at
+/// once, racing the new thread for the worker. A thread that takes its worker back is a
+/// running worker again before it says it left the closure: until it leaves its loop, the
+/// shutdown waits for it before it shuts the timers down, as for any worker in a poll, so the
+/// rest of the poll still finds them running.
+#[test]
+fn a_worker_taken_back_during_a_shutdown_is_waited_for_before_the_timers_stop() {
+    use loom::sync::atomic::{AtomicBool, Ordering};
+    use loom::sync::Arc;
+
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(2);
+    model.check(|| {
+        let runtime = escapement::Builder::new()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        let (entered, in_closure) = loom::sync::mpsc::channel();
+        // Set by the task, whose panic the runtime would catch.
+        let stopped_under_it = Arc::new(AtomicBool::new(false));
+        let seen = stopped_under_it.clone();
+        drop(runtime.spawn(async move {
+            escapement::task::block_in_place(|| entered.send(()).unwrap());
+            // Taken back: this thread runs the worker again, in its poll.
+            if escapement::runtime::worker_index().is_some()
+                && escapement::loom_api::current_runtime_timers_shut_down()
+            {
+                seen.store(true, Ordering::SeqCst);
+            }
+        }));
+        in_closure.recv().unwrap();
+        drop(runtime);
+        assert!(
+            !stopped_under_it.load(Ordering::SeqCst),
+            "the shutdown stopped the timers under a worker taken back, in its poll"
+        );
     });
 }

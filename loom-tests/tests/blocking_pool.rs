@@ -15,6 +15,9 @@
 //!   left the count of threads and is still exiting (its stop callback and the runtime's
 //!   handle are dropped outside the lock). A shutdown on one of the pool's own threads waits
 //!   for the others, and the last of them to exit wakes it.
+//! - A job given now stays outside the cap for as long as it runs, so a job queued meanwhile
+//!   gets a thread of its own; and a second job given now does not count on the thread woken
+//!   for the first.
 #![cfg(loom)]
 
 use escapement::loom_api::{BlockingPool, JobCount};
@@ -105,6 +108,42 @@ fn a_job_given_now_wakes_the_thread_going_idle_or_starts_one() {
         count.wait_for(2);
         pool.shutdown_and_wait();
         assert_eq!(count.get(), 2);
+    });
+}
+
+/// A thread running a job given now (a worker handed over by `block_in_place`, whose loop
+/// runs on) stays outside the cap for as long as the job runs, not only until it starts it:
+/// a job queued meanwhile gets a thread of its own under a cap of one, rather than waiting
+/// behind the worker's loop (which here waits for it: loom reports the deadlock).
+#[test]
+fn a_job_queued_while_a_job_given_now_runs_gets_a_thread_of_its_own() {
+    loom::model(|| {
+        let pool = BlockingPool::new(1);
+        let count = JobCount::new();
+        assert!(pool.spawn_now_after(count.clone(), 1));
+        pool.spawn(count.clone());
+        count.wait_for(2);
+        pool.shutdown_and_wait();
+        assert_eq!(count.get(), 2);
+    });
+}
+
+/// Two jobs given now (two workers handed over) while one thread of the pool goes idle: the
+/// first may go to that thread, the second then to a new one, not behind the first on the
+/// thread already woken for it (the first waits for the second, as a worker's loop may wait
+/// for the other worker's tasks: loom reports the deadlock).
+#[test]
+fn a_second_job_given_now_does_not_count_on_a_thread_woken_for_the_first() {
+    loom::model(|| {
+        let pool = BlockingPool::new(1);
+        let count = JobCount::new();
+        pool.spawn(count.clone());
+        count.wait_for(1);
+        assert!(pool.spawn_now_after(count.clone(), 2));
+        assert!(pool.spawn_now(count.clone()));
+        count.wait_for(3);
+        pool.shutdown_and_wait();
+        assert_eq!(count.get(), 3);
     });
 }
 

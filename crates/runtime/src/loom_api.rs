@@ -393,6 +393,12 @@ impl AtomicWaker {
     }
 }
 
+/// Whether the timers of the runtime this thread is in (`Handle::current`) have shut down:
+/// a model checks that a shutdown waits for a worker still in its poll before it does.
+pub fn current_runtime_timers_shut_down() -> bool {
+    crate::Handle::current().shared.driver.is_shut_down()
+}
+
 /// The `spawn_blocking` thread pool, running jobs that count themselves.
 pub struct BlockingPool {
     inner: Arc<crate::task::BlockingPool<CountJob>>,
@@ -482,6 +488,17 @@ impl BlockingPool {
     pub fn spawn_now(&self, count: Arc<JobCount>) -> bool {
         crate::task::BlockingPool::spawn_now(&self.inner, Box::new(move || count.add_one()), None)
             .is_ok()
+    }
+
+    /// Runs at once, as [`spawn_now`](Self::spawn_now) does, a job that waits until `count`
+    /// reaches `after`, then adds one to it: a worker handed over by `block_in_place`, whose
+    /// loop runs on while the pool runs other jobs.
+    pub fn spawn_now_after(&self, count: Arc<JobCount>, after: usize) -> bool {
+        let job = move || {
+            count.wait_for(after);
+            count.add_one();
+        };
+        crate::task::BlockingPool::spawn_now(&self.inner, Box::new(job), None).is_ok()
     }
 
     /// Runs at once, as [`spawn_now`](Self::spawn_now) does, a job that shuts the pool down

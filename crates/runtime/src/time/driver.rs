@@ -761,6 +761,12 @@ impl Driver {
             .sum()
     }
 
+    /// Whether the driver has begun to shut down.
+    #[cfg(loom)]
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.shut_down.load(Ordering::Relaxed)
+    }
+
     /// Shuts the driver down: every pending timer is unlinked, marked `SHUTDOWN`, and woken,
     /// and later registrations are refused.
     pub(crate) fn shutdown(&self) {
