@@ -21,15 +21,28 @@
 //! waits for before it stops the timers.
 #![cfg(loom)]
 
-#[test]
-fn a_queued_task_runs_once_whichever_thread_has_the_worker_and_shutdown_waits_for_both() {
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = Some(2);
-    model.check(|| {
+use escapement::Runtime;
+use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::sync::{mpsc, Arc};
+
+/// Checks `model`, given a runtime with one worker (its clock paused if `paused`), at
+/// `preemptions` whatever `LOOM_MAX_PREEMPTIONS` says (see the module notes).
+fn check_one_worker(preemptions: usize, paused: bool, model: fn(Runtime)) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(preemptions);
+    builder.check(move || {
         let runtime = escapement::Builder::new()
             .worker_threads(1)
+            .start_paused(paused)
             .build()
             .unwrap();
+        model(runtime);
+    });
+}
+
+#[test]
+fn a_queued_task_runs_once_whichever_thread_has_the_worker_and_shutdown_waits_for_both() {
+    check_one_worker(2, false, |runtime| {
         let answer = runtime.block_on(async {
             escapement::spawn(async {
                 let queued = escapement::spawn(async { 6 });
@@ -51,17 +64,10 @@ fn a_queued_task_runs_once_whichever_thread_has_the_worker_and_shutdown_waits_fo
 /// (loom reports a deadlock).
 #[test]
 fn a_thread_that_handed_its_worker_off_counts_itself_idle_as_it_leaves() {
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = Some(1);
-    model.check(|| {
-        let runtime = escapement::Builder::new()
-            .worker_threads(1)
-            .start_paused(true)
-            .build()
-            .unwrap();
+    check_one_worker(1, true, |runtime| {
         runtime.block_on(async {
             escapement::spawn(async {
-                let (ran, wait) = loom::sync::mpsc::channel();
+                let (ran, wait) = mpsc::channel();
                 let queued = escapement::spawn(async move { ran.send(()).unwrap() });
                 escapement::task::block_in_place(|| wait.recv().unwrap());
                 escapement::time::sleep(std::time::Duration::from_millis(1)).await;
@@ -81,17 +87,8 @@ fn a_thread_that_handed_its_worker_off_counts_itself_idle_as_it_leaves() {
 /// rest of the poll still finds them running.
 #[test]
 fn a_worker_taken_back_during_a_shutdown_is_waited_for_before_the_timers_stop() {
-    use loom::sync::atomic::{AtomicBool, Ordering};
-    use loom::sync::Arc;
-
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = Some(2);
-    model.check(|| {
-        let runtime = escapement::Builder::new()
-            .worker_threads(1)
-            .build()
-            .unwrap();
-        let (entered, in_closure) = loom::sync::mpsc::channel();
+    check_one_worker(2, false, |runtime| {
+        let (entered, in_closure) = mpsc::channel();
         // Set by the task, whose panic the runtime would catch.
         let stopped_under_it = Arc::new(AtomicBool::new(false));
         let seen = stopped_under_it.clone();
