@@ -15,10 +15,11 @@
 //!
 //! ```text
 //! {
-//!     let mut pairs = pin!((MaybeDone::new(into_future(FUTURE_0)), (.., ())));  // in order
+//!     let mut tree = pin!(((MaybeDone::new(into_future(FUTURE_0)), ..), (.., ..)));
+//!                                     // in order, in a balanced tree of pairs (`pinned`)
 //!     let mut next_first: u32 = 0;                    // unless `biased`
 //!     poll_fn(move |cx| {
-//!         let (mut future_0, rest) = pin_split(pairs.as_mut()); ..   // each future, pinned
+//!         let (tree_future_0, ..) = pin_split(tree.as_mut()); ..   // each future, pinned
 //!         // `first` is 0 if `biased`; else `next_first`, which moves on by one each poll,
 //!         // so every future takes its turn at being polled first.
 //!         // From `first`, each future not yet done: poll it (`MaybeDone` keeps its
@@ -105,18 +106,18 @@ impl Join {
         let count_u32 = count as u32;
 
         // The futures are made in order, into one pinned value (see `pinned`).
-        let pairs = syn::Ident::new("pairs", site);
-        let nested = pinned::nest(
-            self.futures
-                .iter()
-                .map(|expr| {
-                    quote_spanned!(site=>
-                        #krate::__private::maybe_done(::core::future::IntoFuture::into_future(#expr))
-                    )
-                })
-                .collect(),
-        );
-        let split = pinned::split(krate, &pairs, &futures);
+        let tree = syn::Ident::new("tree", site);
+        let made: Vec<_> = self
+            .futures
+            .iter()
+            .map(|expr| {
+                quote_spanned!(site=>
+                    #krate::__private::maybe_done(::core::future::IntoFuture::into_future(#expr))
+                )
+            })
+            .collect();
+        let nested = pinned::nest(&made);
+        let split = pinned::split(krate, &tree, &futures);
         // Polls future `i`; `try_join!` returns its error at once.
         let polls = futures.iter().enumerate().map(|(i, future)| {
             let i = i as u32;
@@ -165,20 +166,20 @@ impl Join {
         let (rotation, start) = if self.biased {
             (
                 TokenStream::new(),
-                quote_spanned!(site=> let #first: u32 = 0;),
+                quote_spanned!(site=> let #first: ::core::primitive::u32 = 0;),
             )
         } else {
             (
-                quote_spanned!(site=> let mut #next_first: u32 = 0;),
+                quote_spanned!(site=> let mut #next_first: ::core::primitive::u32 = 0;),
                 quote_spanned! {site=>
-                    let #first: u32 = #next_first;
+                    let #first: ::core::primitive::u32 = #next_first;
                     #next_first = if #first + 1 == #count_u32 { 0 } else { #first + 1 };
                 },
             )
         };
 
         quote_spanned! {site=> {
-            let mut #pairs = ::core::pin::pin!(#nested);
+            let mut #tree = ::core::pin::pin!(#nested);
             #rotation
             ::core::future::poll_fn(move |#cx: &mut ::core::task::Context<'_>| {
                 #split

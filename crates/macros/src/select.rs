@@ -28,10 +28,11 @@
 //!         let (given_0, ..) = (FUTURE_0, ..);          // then every future, in order, in
 //!                                                      // a tuple (a borrowed temporary
 //!                                                      // lives on); then into one value,
-//!         let mut pairs = pin!((into_future(given_0), (.., ())));  // pinned (`pinned`)
+//!         let mut tree = pin!(((into_future(given_0), ..), (.., ..)));  // a balanced
+//!                                                      // tree of pairs (`pinned`)
 //!         poll_fn(move |cx| {
 //!             // With the task's cooperative budget spent: wake the task, `Pending`.
-//!             let (mut future_0, rest) = pin_split(pairs.as_mut()); ..  // each, pinned
+//!             let (tree_future_0, ..) = pin_split(tree.as_mut()); ..  // each, pinned
 //!             // From a random branch (the first one if `biased`), each branch still on:
 //!             //   poll it; if ready, match its output by reference against PATTERN_i
 //!             //   (without `mut` and `ref`): a match returns `Out::Bi(output)`, a
@@ -247,7 +248,9 @@ impl Select {
             .collect();
         // The narrowest unsigned integer with a bit per branch, as tokio's mask is.
         let width = count.next_power_of_two().max(8);
-        let mask = format_ident!("u{width}", span = site);
+        // By its full path: a user's item named `u8` in scope would otherwise stand for it.
+        let mask_name = format_ident!("u{width}", span = site);
+        let mask = quote_spanned!(site=> ::core::primitive::#mask_name);
         let one = syn::LitInt::new(&format!("1u{width}"), site);
         let bits: Vec<_> = (0..count)
             .map(|i| quote_spanned!(site=> #one << #i))
@@ -277,18 +280,17 @@ impl Select {
             .map(|i| format_ident!("given{i}", span = site))
             .collect();
         let exprs = self.branches.iter().map(|branch| &branch.future);
-        let pairs = syn::Ident::new("pairs", site);
-        let nested = pinned::nest(
-            given
-                .iter()
-                .map(|given| quote_spanned!(site=> ::core::future::IntoFuture::into_future(#given)))
-                .collect(),
-        );
+        let tree = syn::Ident::new("tree", site);
+        let made: Vec<_> = given
+            .iter()
+            .map(|given| quote_spanned!(site=> ::core::future::IntoFuture::into_future(#given)))
+            .collect();
+        let nested = pinned::nest(&made);
         let pins = quote_spanned! {site=>
             let (#(#given,)*) = (#(#exprs,)*);
-            let mut #pairs = ::core::pin::pin!(#nested);
+            let mut #tree = ::core::pin::pin!(#nested);
         };
-        let split = pinned::split(krate, &pairs, &futures);
+        let split = pinned::split(krate, &tree, &futures);
         let polls = self.branches.iter().enumerate().map(|(i, branch)| {
             let (future, variant, bit) = (&futures[i], &variants[i], &bits[i]);
             let (mut pattern, derefs) = peel_references(&branch.pattern);
@@ -346,7 +348,7 @@ impl Select {
                     if #krate::__private::select_budget(#cx).is_pending() {
                         return ::core::task::Poll::Pending;
                     }
-                    let #first: u32 = #start;
+                    let #first: ::core::primitive::u32 = #start;
                     #split
                     #in_turn
                     if #disabled == #all {

@@ -7,9 +7,9 @@
 //! crate's support code whatever the crate is called where it is used. `join!` and
 //! `try_join!` are built the same way (their design note is in `join.rs` there).
 //!
-//! The three keep their futures in one pinned tuple of nested pairs, `(f0, (f1, (.., ())))`,
-//! and each poll splits it into the futures with [`pin_split`], so that their state holds one
-//! pointer to the tuple rather than one per future. That split is this module's one `unsafe`
+//! The three keep their futures in one pinned value, a balanced tree of pairs
+//! (`((f0, f1), (f2, f3))`), and each poll splits it into the futures with [`pin_split`], so
+//! that their state holds one pointer to the tree rather than one per future. That split is this module's one `unsafe`
 //! block; the expansions have none, so they compile in a crate that forbids `unsafe`.
 
 use std::cell::Cell;
@@ -263,7 +263,7 @@ pub fn select_start(branches: u32) -> u32 {
 
 /// The two halves of a pinned pair, each pinned: the pinning of the pair is structural.
 ///
-/// `select!`, `join!` and `try_join!` call it on the nested pairs their futures are pinned in.
+/// `select!`, `join!` and `try_join!` call it on the tree of pairs their futures are pinned in.
 #[doc(hidden)]
 #[inline]
 pub fn pin_split<A, B>(pair: Pin<&mut (A, B)>) -> (Pin<&mut A>, Pin<&mut B>) {

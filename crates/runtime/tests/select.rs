@@ -7,7 +7,9 @@
 //! lives as long as the `select!`; an `else` alone; a precondition of any type that negates
 //! to `bool`; a future that never returns warns of nothing; a block handler that a user's
 //! macro passes in as a fragment needs no `,` after it; the state is the futures and three
-//! words, however many there are, and a mask of disabled branches as wide as they need.
+//! words, however many there are, and a mask of disabled branches as wide as they need; 64
+//! branches, one a `join!` of 64 futures, spawned; user types named like the primitive types
+//! the expansion uses.
 //!
 //! The file forbids `unsafe`, so the expansions are shown to need none.
 #![forbid(unsafe_code)]
@@ -498,5 +500,121 @@ fn the_mask_of_disabled_branches_fits_every_count() {
             ),
             (63, u32::MAX)
         );
+    });
+}
+
+/// The most branches a `select!` takes, one of them a `join!` of 64 futures, in a spawned
+/// task: the futures nest in balanced trees of pairs, so the compiler's checks of the type
+/// (its drop, its layout, `Send`) stay within its recursion limit, which a chain of pairs one
+/// level per future, nested across the two macros, passed.
+#[test]
+fn sixty_four_branches_around_a_join_of_sixty_four_spawned() {
+    let chosen = paused(1).block_on(async {
+        escapement::spawn(async {
+            escapement::select! {
+                value = async {
+                    let all = escapement::join!(
+                        ready(0u32), ready(1u32), ready(2u32), ready(3u32), ready(4u32), ready(5u32), ready(6u32), ready(7u32),
+                        ready(8u32), ready(9u32), ready(10u32), ready(11u32), ready(12u32), ready(13u32), ready(14u32), ready(15u32),
+                        ready(16u32), ready(17u32), ready(18u32), ready(19u32), ready(20u32), ready(21u32), ready(22u32), ready(23u32),
+                        ready(24u32), ready(25u32), ready(26u32), ready(27u32), ready(28u32), ready(29u32), ready(30u32), ready(31u32),
+                        ready(32u32), ready(33u32), ready(34u32), ready(35u32), ready(36u32), ready(37u32), ready(38u32), ready(39u32),
+                        ready(40u32), ready(41u32), ready(42u32), ready(43u32), ready(44u32), ready(45u32), ready(46u32), ready(47u32),
+                        ready(48u32), ready(49u32), ready(50u32), ready(51u32), ready(52u32), ready(53u32), ready(54u32), ready(55u32),
+                        ready(56u32), ready(57u32), ready(58u32), ready(59u32), ready(60u32), ready(61u32), ready(62u32), ready(63u32),
+                    );
+                    all.63
+                } => value,
+                _ = pending::<()>() => 1,
+                _ = pending::<()>() => 2,
+                _ = pending::<()>() => 3,
+                _ = pending::<()>() => 4,
+                _ = pending::<()>() => 5,
+                _ = pending::<()>() => 6,
+                _ = pending::<()>() => 7,
+                _ = pending::<()>() => 8,
+                _ = pending::<()>() => 9,
+                _ = pending::<()>() => 10,
+                _ = pending::<()>() => 11,
+                _ = pending::<()>() => 12,
+                _ = pending::<()>() => 13,
+                _ = pending::<()>() => 14,
+                _ = pending::<()>() => 15,
+                _ = pending::<()>() => 16,
+                _ = pending::<()>() => 17,
+                _ = pending::<()>() => 18,
+                _ = pending::<()>() => 19,
+                _ = pending::<()>() => 20,
+                _ = pending::<()>() => 21,
+                _ = pending::<()>() => 22,
+                _ = pending::<()>() => 23,
+                _ = pending::<()>() => 24,
+                _ = pending::<()>() => 25,
+                _ = pending::<()>() => 26,
+                _ = pending::<()>() => 27,
+                _ = pending::<()>() => 28,
+                _ = pending::<()>() => 29,
+                _ = pending::<()>() => 30,
+                _ = pending::<()>() => 31,
+                _ = pending::<()>() => 32,
+                _ = pending::<()>() => 33,
+                _ = pending::<()>() => 34,
+                _ = pending::<()>() => 35,
+                _ = pending::<()>() => 36,
+                _ = pending::<()>() => 37,
+                _ = pending::<()>() => 38,
+                _ = pending::<()>() => 39,
+                _ = pending::<()>() => 40,
+                _ = pending::<()>() => 41,
+                _ = pending::<()>() => 42,
+                _ = pending::<()>() => 43,
+                _ = pending::<()>() => 44,
+                _ = pending::<()>() => 45,
+                _ = pending::<()>() => 46,
+                _ = pending::<()>() => 47,
+                _ = pending::<()>() => 48,
+                _ = pending::<()>() => 49,
+                _ = pending::<()>() => 50,
+                _ = pending::<()>() => 51,
+                _ = pending::<()>() => 52,
+                _ = pending::<()>() => 53,
+                _ = pending::<()>() => 54,
+                _ = pending::<()>() => 55,
+                _ = pending::<()>() => 56,
+                _ = pending::<()>() => 57,
+                _ = pending::<()>() => 58,
+                _ = pending::<()>() => 59,
+                _ = pending::<()>() => 60,
+                _ = pending::<()>() => 61,
+                _ = pending::<()>() => 62,
+                _ = pending::<()>() => 63,
+            }
+        })
+        .await
+        .unwrap()
+    });
+    assert_eq!(chosen, 63);
+}
+
+/// A user's types named `u8` and `u32` leave the expansion's own integers alone.
+#[test]
+fn user_types_named_like_primitive_types_are_untouched() {
+    #[allow(non_camel_case_types, dead_code)]
+    struct u8;
+    #[allow(non_camel_case_types, dead_code)]
+    struct u32;
+    paused(1).block_on(async {
+        let chosen = escapement::select! {
+            value = ready(1) => value,
+            _ = pending::<()>() => 0,
+        };
+        assert_eq!(chosen, 1);
+        let chosen = escapement::select! {
+            biased;
+            _ = pending::<()>() => 0,
+            value = ready(2) => value,
+            else => 3,
+        };
+        assert_eq!(chosen, 2);
     });
 }
