@@ -1,7 +1,9 @@
 //! Model 8d: the whole runtime, with one worker thread, under loom: `block_on` spawns a task
 //! and awaits it, then the runtime shuts down. This runs the real scheduler: the injector,
 //! the worker's loop, its park on the timer driver, the task state machine, the join waker,
-//! and shutdown's handshake with the worker.
+//! and shutdown's handshake with the worker. Also a `JoinSet` awaited in `block_on`, and, with
+//! two workers, a task queued locally by a worker whose thread then blocks, which the other
+//! worker must be woken to steal.
 #![cfg(loom)]
 
 #[test]
@@ -13,6 +15,64 @@ fn block_on_a_spawned_task_then_shut_down() {
             .unwrap();
         let answer = runtime.block_on(async { escapement::spawn(async { 6 * 7 }).await });
         assert_eq!(answer.unwrap(), 42);
+        drop(runtime);
+    });
+}
+
+/// A `JoinSet` awaited in `block_on` while its task finishes on the worker: the task's end
+/// queues its key and then wakes the set's waiter, and `join_next` registers its waker before
+/// it reads the queue, so whichever comes first, the key is found or the waiter is woken.
+#[test]
+fn join_set_task_finishing_on_the_worker_wakes_join_next() {
+    loom::model(|| {
+        let runtime = escapement::Builder::new()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        let output = runtime.block_on(async {
+            let mut set = escapement::task::JoinSet::new();
+            set.spawn(async { 6 * 7 });
+            set.join_next().await
+        });
+        assert_eq!(output.expect("one task").unwrap(), 42);
+        drop(runtime);
+    });
+}
+
+/// Two workers: a task spawns another and then blocks its worker's thread until that one has
+/// run (as a long poll would). The new task goes to this worker's own queue, which it will not
+/// get back to, so the push must wake the other worker, asleep by then or about to be, to
+/// steal it: a local push notifies as an injector push does, and the worker that ran the
+/// first task, woken to search for it, stops searching before its poll (a searcher counted
+/// during the poll would keep that wake from being sent). Otherwise the other worker sleeps
+/// through it and nothing runs the new task: loom reports the deadlock. Bounded at one
+/// preemption: three threads running the whole runtime make a large model.
+#[test]
+fn a_task_spawned_by_a_blocked_worker_is_stolen_by_the_other() {
+    use loom::sync::{Arc, Condvar, Mutex};
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(1);
+    model.check(|| {
+        let runtime = escapement::Builder::new()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        let ran = Arc::new((Mutex::new(false), Condvar::new()));
+        runtime.block_on(async move {
+            escapement::spawn(async move {
+                let child = ran.clone();
+                drop(escapement::spawn(async move {
+                    *child.0.lock().unwrap() = true;
+                    child.1.notify_one();
+                }));
+                let mut done = ran.0.lock().unwrap();
+                while !*done {
+                    done = ran.1.wait(done).unwrap();
+                }
+            })
+            .await
+            .unwrap();
+        });
         drop(runtime);
     });
 }

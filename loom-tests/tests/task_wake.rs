@@ -76,3 +76,72 @@ fn a_wake_from_another_thread_while_running_is_neither_lost_nor_doubled() {
         tasks.shutdown();
     });
 }
+
+/// A future that leaves its waker in a slot on its first poll and completes on the second.
+struct LeavesItsWaker {
+    slot: Arc<Mutex<Option<Waker>>>,
+    polls: Arc<AtomicUsize>,
+}
+
+impl Future for LeavesItsWaker {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.polls.fetch_add(1, Ordering::SeqCst) == 0 {
+            *self.slot.lock().unwrap() = Some(cx.waker().clone());
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    }
+}
+
+/// Two threads wake an idle task by reference at once (two wakers of one task, say a timer
+/// and a channel), while a runner runs what is queued. Only the first wake queues the task:
+/// the second finds it `NOTIFIED` (or running, or complete) and does nothing, so the task is
+/// queued once and polled exactly twice in all. (A second `Notified` in the queue would run a
+/// task that is no longer notified: the state machine's `debug_assert!` says so.)
+#[test]
+fn two_wakes_by_ref_of_an_idle_task_queue_it_once() {
+    loom::model(|| {
+        let tasks = Tasks::new();
+        let slot = Arc::new(Mutex::new(None));
+        let polls = Arc::new(AtomicUsize::new(0));
+        let handle = tasks.spawn(LeavesItsWaker {
+            slot: slot.clone(),
+            polls: polls.clone(),
+        });
+        assert!(tasks.run_one(), "the first poll");
+        let waker = slot
+            .lock()
+            .unwrap()
+            .take()
+            .expect("the first poll left its waker");
+
+        let wakers: Vec<_> = (0..2)
+            .map(|_| {
+                let waker = waker.clone();
+                thread::spawn(move || waker.wake_by_ref())
+            })
+            .collect();
+        drop(waker);
+        let runner = {
+            let tasks = tasks.clone();
+            thread::spawn(move || while tasks.run_one() {})
+        };
+        for waker in wakers {
+            waker.join().unwrap();
+        }
+        runner.join().unwrap();
+        while tasks.run_one() {}
+
+        assert_eq!(
+            polls.load(Ordering::SeqCst),
+            2,
+            "queued once, polled once more"
+        );
+        assert!(handle.is_finished());
+        drop(handle);
+        tasks.shutdown();
+    });
+}
