@@ -2,7 +2,7 @@
 //! its `JoinHandle`'s poll and drop race each other. The output is read or dropped exactly
 //! once, the future is dropped exactly once, a joiner waiting on `Pending` is woken, and
 //! nothing leaks (loom reports any `Arc` left alive at the end of an execution, and the task
-//! holds one).
+//! holds one). An `abort` that finds the task idle queues it, with a reference of its own.
 #![cfg(loom)]
 
 use std::future::Future;

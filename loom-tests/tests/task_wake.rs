@@ -1,7 +1,8 @@
 //! Model 8e: the task state machine. A task hands its waker to another thread, which wakes it
 //! while the task may still be running on a worker. The wake is neither lost (the task is
 //! polled again and completes) nor doubled (it is never polled on two threads at once, and
-//! exactly twice in all).
+//! exactly twice in all). And two threads waking an idle task by reference at once: it is
+//! queued once.
 #![cfg(loom)]
 
 use std::future::Future;
