@@ -78,25 +78,6 @@ fn a_wake_from_another_thread_while_running_is_neither_lost_nor_doubled() {
     });
 }
 
-/// A future that leaves its waker in a slot on its first poll and completes on the second.
-struct LeavesItsWaker {
-    slot: Arc<Mutex<Option<Waker>>>,
-    polls: Arc<AtomicUsize>,
-}
-
-impl Future for LeavesItsWaker {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.polls.fetch_add(1, Ordering::SeqCst) == 0 {
-            *self.slot.lock().unwrap() = Some(cx.waker().clone());
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    }
-}
-
 /// Two threads wake an idle task by reference at once (two wakers of one task, say a timer
 /// and a channel), while a runner runs what is queued. Only the first wake queues the task:
 /// the second finds it `NOTIFIED` (or running, or complete) and does nothing, so the task is
@@ -108,9 +89,10 @@ fn two_wakes_by_ref_of_an_idle_task_queue_it_once() {
         let tasks = Tasks::new();
         let slot = Arc::new(Mutex::new(None));
         let polls = Arc::new(AtomicUsize::new(0));
-        let handle = tasks.spawn(LeavesItsWaker {
+        let handle = tasks.spawn(HandsOffItsWaker {
             slot: slot.clone(),
             polls: polls.clone(),
+            polling: Arc::new(AtomicBool::new(false)),
         });
         assert!(tasks.run_one(), "the first poll");
         let waker = slot
