@@ -69,7 +69,8 @@ use syn::{Expr, Pat, Token};
 use crate::head::{self, Head};
 use crate::pinned;
 
-/// The most branches one `select!` takes: the bits of its `u64` of disabled branches.
+/// The most branches one `select!` takes: the bits of its widest mask of disabled branches,
+/// a `u64`.
 const MAX_BRANCHES: usize = 64;
 
 /// One `PATTERN = FUTURE, if PRECONDITION => HANDLER` branch.
