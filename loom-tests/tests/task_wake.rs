@@ -40,17 +40,45 @@ impl Future for HandsOffItsWaker {
     }
 }
 
+/// Spawns a [`HandsOffItsWaker`]: its handle, the slot its first poll leaves its waker in,
+/// and its count of polls.
+fn spawn_handing_off(
+    tasks: &Tasks,
+) -> (
+    escapement::JoinHandle<()>,
+    Arc<Mutex<Option<Waker>>>,
+    Arc<AtomicUsize>,
+) {
+    let slot = Arc::new(Mutex::new(None));
+    let polls = Arc::new(AtomicUsize::new(0));
+    let handle = tasks.spawn(HandsOffItsWaker {
+        slot: slot.clone(),
+        polls: polls.clone(),
+        polling: Arc::new(AtomicBool::new(false)),
+    });
+    (handle, slot, polls)
+}
+
+/// A thread that runs what is queued until the queue is empty.
+fn spawn_runner(tasks: &Tasks) -> thread::JoinHandle<()> {
+    let tasks = tasks.clone();
+    thread::spawn(move || while tasks.run_one() {})
+}
+
+/// Runs what is left, then checks that the task was polled exactly twice and finished.
+fn finish(tasks: &Tasks, handle: escapement::JoinHandle<()>, polls: &AtomicUsize, why: &str) {
+    while tasks.run_one() {}
+    assert_eq!(polls.load(Ordering::SeqCst), 2, "{why}");
+    assert!(handle.is_finished());
+    drop(handle);
+    tasks.shutdown();
+}
+
 #[test]
 fn a_wake_from_another_thread_while_running_is_neither_lost_nor_doubled() {
     loom::model(|| {
         let tasks = Tasks::new();
-        let slot = Arc::new(Mutex::new(None));
-        let polls = Arc::new(AtomicUsize::new(0));
-        let handle = tasks.spawn(HandsOffItsWaker {
-            slot: slot.clone(),
-            polls: polls.clone(),
-            polling: Arc::new(AtomicBool::new(false)),
-        });
+        let (handle, slot, polls) = spawn_handing_off(&tasks);
 
         let waker_thread = thread::spawn(move || loop {
             if let Some(waker) = slot.lock().unwrap().take() {
@@ -59,22 +87,10 @@ fn a_wake_from_another_thread_while_running_is_neither_lost_nor_doubled() {
             }
             loom::thread::yield_now();
         });
-        let runner = {
-            let tasks = tasks.clone();
-            thread::spawn(move || while tasks.run_one() {})
-        };
+        let runner = spawn_runner(&tasks);
         runner.join().unwrap();
         waker_thread.join().unwrap();
-        while tasks.run_one() {}
-
-        assert_eq!(
-            polls.load(Ordering::SeqCst),
-            2,
-            "woken once, polled once more"
-        );
-        assert!(handle.is_finished());
-        drop(handle);
-        tasks.shutdown();
+        finish(&tasks, handle, &polls, "woken once, polled once more");
     });
 }
 
@@ -87,13 +103,7 @@ fn a_wake_from_another_thread_while_running_is_neither_lost_nor_doubled() {
 fn two_wakes_by_ref_of_an_idle_task_queue_it_once() {
     loom::model(|| {
         let tasks = Tasks::new();
-        let slot = Arc::new(Mutex::new(None));
-        let polls = Arc::new(AtomicUsize::new(0));
-        let handle = tasks.spawn(HandsOffItsWaker {
-            slot: slot.clone(),
-            polls: polls.clone(),
-            polling: Arc::new(AtomicBool::new(false)),
-        });
+        let (handle, slot, polls) = spawn_handing_off(&tasks);
         assert!(tasks.run_one(), "the first poll");
         let waker = slot
             .lock()
@@ -108,23 +118,11 @@ fn two_wakes_by_ref_of_an_idle_task_queue_it_once() {
             })
             .collect();
         drop(waker);
-        let runner = {
-            let tasks = tasks.clone();
-            thread::spawn(move || while tasks.run_one() {})
-        };
+        let runner = spawn_runner(&tasks);
         for waker in wakers {
             waker.join().unwrap();
         }
         runner.join().unwrap();
-        while tasks.run_one() {}
-
-        assert_eq!(
-            polls.load(Ordering::SeqCst),
-            2,
-            "queued once, polled once more"
-        );
-        assert!(handle.is_finished());
-        drop(handle);
-        tasks.shutdown();
+        finish(&tasks, handle, &polls, "queued once, polled once more");
     });
 }
