@@ -9,7 +9,7 @@
 //! Each round runs [`TASKS`] tasks, each doing [`SLEEPS_PER_TASK`] sleeps in a row, so the
 //! deadlines are staggered; [`ROUNDS`] rounds per runtime and scenario, each in a child
 //! process of its own (the binary re-executes itself with `--child`), interleaved across the
-//! runtimes. Two scenarios:
+//! runtimes. Three scenarios:
 //!
 //! - `idle`: nothing else runs on the runtime.
 //! - `blocked`: one more task blocks its thread with `std::thread::sleep(200 ms)` whenever it
@@ -20,6 +20,11 @@
 //!   `tokio-worker-0` by the benchmark's `thread_name_fn`) the same way. Where the blocking
 //!   task runs is up to each scheduler, so the table gives the share of each round during
 //!   which thread 0 was blocked.
+//! - `busy`: [`SPINNERS`] more tasks keep every worker busy in short turns, each doing about
+//!   a microsecond of arithmetic then yielding, until the round ends: the sleeps fire while
+//!   no worker parks, between other tasks' turns. Escapement's worker 0 then reads the clock
+//!   only every few turns while the next deadline is far (`time/driver/fire.rs`); tokio's
+//!   workers look at their timer every 61 turns.
 //!
 //! A round still running after [`HANG_LIMIT`] is killed and reported as hung.
 //!
@@ -60,6 +65,12 @@ const WORKERS: usize = 2;
 /// How long the blocking task blocks thread 0 at a time.
 const BLOCK: Duration = Duration::from_millis(200);
 
+/// Tasks that keep the workers busy in the `busy` scenario.
+const SPINNERS: usize = 4;
+
+/// Rounds of arithmetic a spinner does in each turn (about a microsecond here).
+const SPIN: u32 = 1_000;
+
 /// A round still running after this long is killed (a round takes about 1.5 s).
 const HANG_LIMIT: Duration = Duration::from_secs(20);
 
@@ -85,10 +96,10 @@ struct Round {
 fn main() {
     if let Some(args) = child_args() {
         let config: usize = args[0].parse().expect("a config index");
-        let blocked = args[1] == "blocked";
+        let scenario = args[1].as_str();
         let round: u64 = args[2].parse().expect("a round");
         let result = match config {
-            0 => measure(&Escapement::new(WORKERS), blocked, round),
+            0 => measure(&Escapement::new(WORKERS), scenario, round),
             1 => measure(
                 &Escapement(
                     escapement::Builder::new()
@@ -97,10 +108,10 @@ fn main() {
                         .build()
                         .expect("escapement runtime"),
                 ),
-                blocked,
+                scenario,
                 round,
             ),
-            _ => measure(&Tokio::new(WORKERS), blocked, round),
+            _ => measure(&Tokio::new(WORKERS), scenario, round),
         };
         let nanos: Vec<String> = result
             .lateness
@@ -118,7 +129,7 @@ fn main() {
     if !started_by_cargo_bench(module_path!()) {
         return;
     }
-    for scenario in ["idle", "blocked"] {
+    for scenario in ["idle", "blocked", "busy"] {
         table(scenario);
     }
 }
@@ -227,11 +238,15 @@ fn parse(line: &str) -> Round {
     }
 }
 
-/// One round, in a child process.
-fn measure<R: Rt>(rt: &R, blocked: bool, round: u64) -> Round {
+/// One round of `scenario`, in a child process.
+fn measure<R: Rt>(rt: &R, scenario: &str, round: u64) -> Round {
+    let blocked = scenario == "blocked";
     rt.block_on(async {
         let stop = Arc::new(AtomicBool::new(false));
         let blocker = blocked.then(|| rt.spawn(block_thread_0::<R>(stop.clone())));
+        let spinners: Vec<_> = (0..if scenario == "busy" { SPINNERS } else { 0 })
+            .map(|_| rt.spawn(spin::<R>(stop.clone())))
+            .collect();
         if blocked {
             // Let the blocking task find thread 0 first.
             R::sleep(Duration::from_millis(20)).await;
@@ -246,6 +261,9 @@ fn measure<R: Rt>(rt: &R, blocked: bool, round: u64) -> Round {
             result.early += early;
         }
         stop.store(true, Ordering::Relaxed);
+        for spinner in spinners {
+            spinner.await;
+        }
         if let Some(blocker) = blocker {
             result.blocked_share = blocker.await;
         }
@@ -288,4 +306,15 @@ async fn block_thread_0<R: Rt>(stop: Arc<AtomicBool>) -> f64 {
         R::sleep(Duration::from_millis(1)).await;
     }
     blocked.as_secs_f64() / born.elapsed().as_secs_f64()
+}
+
+/// Turns of about a microsecond of arithmetic each, yielding between them, until `stop`.
+async fn spin<R: Rt>(stop: Arc<AtomicBool>) {
+    let mut x = 1u64;
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..SPIN {
+            x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+        }
+        R::yield_now().await;
+    }
 }
