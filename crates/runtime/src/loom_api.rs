@@ -189,7 +189,9 @@ impl Worker0 {
     /// Worker 0's turn: fires what is due by the clock, if anything is; returns whether it
     /// fired anything.
     pub fn fire_due(&self) -> bool {
-        self.driver.maybe_process()
+        // Under loom the pace is never used: every turn reads the clock.
+        self.driver
+            .maybe_process_paced(&mut crate::time::driver::ClockPace::default())
     }
 
     /// Worker 0's auto-advance attempt when it is the only active thread.

@@ -1,6 +1,7 @@
 //! `sleep` and `sleep_until`: exact durations on the paused clock (whole ticks, sub-tick
 //! rounding up, zero), never early on the real clock, a short sleep registered from another
-//! thread while worker 0 sleeps toward a long one, `Sleep::deadline` and
+//! thread while worker 0 sleeps toward a long one, sleeps firing while the only worker never
+//! parks, `Sleep::deadline` and
 //! `Sleep::is_elapsed`, and a deadline in the past completing at the first poll.
 
 mod support;
@@ -130,6 +131,41 @@ fn an_earlier_sleep_registered_elsewhere_wakes_the_driver() {
             assert!(!long.is_elapsed());
         });
     }
+}
+
+/// Worker 0 reads the clock only every few turns while its turns are short; a sleep still
+/// fires on a runtime whose only worker never parks, with no other thread of the runtime to
+/// stand in for it (the test's thread waits outside the runtime).
+#[test]
+fn a_sleep_fires_while_the_only_worker_never_parks() {
+    let rt = running(1);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spinning = {
+        let stop = stop.clone();
+        rt.spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                escapement::task::yield_now().await;
+            }
+        })
+    };
+    let (fired, wait) = std::sync::mpsc::channel();
+    for millis in [3, 20] {
+        let fired = fired.clone();
+        rt.spawn(async move {
+            let duration = Duration::from_millis(millis);
+            let start = std::time::Instant::now();
+            sleep(duration).await;
+            fired.send((duration, start.elapsed())).unwrap();
+        });
+    }
+    for _ in 0..2 {
+        let (duration, elapsed) = wait
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the sleep fired");
+        assert!(elapsed >= duration, "{elapsed:?} < {duration:?}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    futures::executor::block_on(spinning).expect("the spinning task ends");
 }
 
 #[test]

@@ -7,7 +7,9 @@
 //! that yielded back until its batch of turns ends (its queue is empty, or it ran its most
 //! turns), then queues the held tasks again, last first, after `block_on`'s future has had
 //! its turn, if woken: tokio's order, where such wakes are deferred. Worker 0 also fires due
-//! timers at the top of every turn, which costs one relaxed load when no timer is pending.
+//! timers at the top of every turn, which costs one relaxed load when no timer is pending,
+//! and otherwise a clock reading every turn, or every few while its turns are short beside
+//! the time left before the next deadline (`time/driver/fire.rs`).
 //! With nothing to run, a worker sleeps by the protocol of `idle.rs`: worker 0 on the timer
 //! driver's poll, with its next expiry as the timeout, the others on a condvar parker. A
 //! worker runs the builder's park callback before it parks and its unpark callback after.
@@ -66,6 +68,7 @@ use crate::park::Parker;
 use crate::runtime::context;
 use crate::runtime::{Handle, Id as RuntimeId};
 use crate::task::{coop, BlockingPool, Notified};
+use crate::time::driver::ClockPace;
 use crate::time::driver_ref::InShard;
 use crate::time::park::DriverParker;
 
@@ -163,6 +166,8 @@ pub(crate) struct Worker {
     from_injector: bool,
     /// State of a xorshift generator, to pick whom to steal from first.
     rng: u32,
+    /// Worker 0's: when it reads the clock next to fire due timers.
+    pace: ClockPace,
 }
 
 /// Pushes `task` onto this thread's local queue if this thread is a worker of `shared`;
@@ -545,6 +550,7 @@ impl Worker {
             searching: false,
             turn: 0,
             rng: 0x9E37_79B9 ^ (index as u32 + 1).wrapping_mul(0x85EB_CA6B),
+            pace: ClockPace::default(),
         }
     }
 
@@ -580,7 +586,7 @@ impl Worker {
         while !self.shared().is_shutdown() {
             self.turn = self.turn.wrapping_add(1);
             if self.index == 0 {
-                driver.maybe_process();
+                driver.maybe_process_paced(&mut self.pace);
             } else if self.turn % OVERDUE_CHECK_INTERVAL == 0 {
                 driver.try_process_overdue();
             }
@@ -606,7 +612,10 @@ impl Worker {
                 break;
             }
             self.turn = self.turn.wrapping_add(1);
-            self.handle.shared.driver.maybe_process();
+            self.handle
+                .shared
+                .driver
+                .maybe_process_paced(&mut self.pace);
             let Some(task) = self.next_task() else {
                 break;
             };
@@ -738,6 +747,8 @@ impl Worker {
     }
 
     pub(crate) fn park(&mut self) {
+        // The time the turns took before the park says nothing of those after it.
+        self.pace.restart();
         let shared = &self.handle.shared;
         shared.hooks.park();
         let was_searching = std::mem::take(&mut self.searching);

@@ -4,7 +4,9 @@
 //! # Threads
 //!
 //! Worker 0 owns the driver. Each turn it checks, without a lock, whether the earliest
-//! deadline (each shard's `next_due`) has come, and if so fires what is due. When it has
+//! deadline (each shard's `next_due`) has come, and if so fires what is due; while its turns
+//! are short beside the time left, it reads the clock for that only every few turns
+//! (`driver/fire.rs`, "Worker 0's clock readings"). When it has
 //! nothing to run it parks on its next expiry: it records the tick it sleeps toward
 //! (`sleeping_until`), then blocks in `mio::Poll` with that timeout. Any thread may register,
 //! reset or cancel a timer; a registration earlier than `sleeping_until` wakes worker 0
@@ -98,6 +100,8 @@ use crate::sync::AtomicWaker;
 use fire::WakeList;
 
 mod fire;
+
+pub(crate) use fire::ClockPace;
 
 /// The entry's owner may free it without the lock: the driver is done with it.
 pub(crate) const FIRED: u64 = u64::MAX;

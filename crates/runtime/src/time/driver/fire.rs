@@ -1,9 +1,34 @@
-//! Firing. Worker 0's turn ([`Driver::maybe_process`]), a stand-in's
+//! Firing. Worker 0's turn ([`Driver::maybe_process_paced`]), a stand-in's
 //! ([`Driver::try_process_overdue`]) and a pass over every shard ([`Driver::process`]) all
 //! come down to `process_from`: it takes a shard's due timers out of its wheel under the
 //! shard's lock, at most [`WAKE_BATCH`] at a time, and wakes them after releasing it. Each
 //! timer is claimed with `FIRING`, its waker taken, and `FIRED` published last, as the design
 //! note of `time::driver` describes.
+//!
+//! # Worker 0's clock readings
+//!
+//! Worker 0 looks at the earliest deadline at the top of every turn, one relaxed load per
+//! shard. With a timer pending, it must also read the clock, and a reading is not cheap
+//! beside a short task's turn: reading it at every turn took 6 to 11 % of the CPU time of a
+//! storm of a million sleeping tasks on one worker (`docs/benchmarks.md`, "Worker 0's clock
+//! readings paced"). So while its turns are short beside the time left before the earliest
+//! deadline, it reads the clock only every few turns ([`ClockPace`]):
+//!
+//! - After each reading that finds nothing due, it plans to skip half of the turns that
+//!   would fit in the time left before the earliest due tick starts, at the pace of the turns
+//!   since the last reading, and never more than [`MAX_UNREAD_TURNS`]. Near the tick, and
+//!   whenever turns are long beside it, that is none: it reads at every turn.
+//! - A deadline earlier than the one it planned against (a timer registered since, on any
+//!   thread) ends the skip: it reads at once.
+//! - The first turn after a park, and the one after a fire, read the clock.
+//! - On a clock that was ever paused it reads at every turn: such a clock moves only when a
+//!   test says so, and what a test sees must not depend on how long its turns took. Under
+//!   loom too, whose models must not branch on the time a run took.
+//!
+//! If the turns suddenly grow longer than those the plan was measured on, a timer can be
+//! late by the turns left to skip, at most [`MAX_UNREAD_TURNS`], where a reading at every turn
+//! would have made it late by one; a stand-in fires what is more than [`STAND_IN_GRACE`]
+//! overdue, where another thread of the runtime is free.
 
 use std::pin::Pin;
 use std::ptr::NonNull;
@@ -19,17 +44,98 @@ use crate::loom::{MutexGuard, Ordering};
 use crate::time::clock::ClockError;
 use crate::time::Instant;
 
+/// The most turns worker 0 runs without reading the clock while a timer is pending.
+pub(crate) const MAX_UNREAD_TURNS: u32 = 16;
+
+/// When worker 0 reads the clock next: its own, kept across its turns and forgotten when it
+/// parks (see "Worker 0's clock readings" above).
+#[derive(Debug, Default)]
+pub(crate) struct ClockPace {
+    /// Turns still to run without a reading.
+    skip: u32,
+    /// Turns since the last reading, counting the one that reads.
+    turns: u32,
+    /// The last reading, if it is to pace the next ones.
+    last: Option<Reading>,
+}
+
+/// A reading of the clock, and the earliest tick due when it was taken.
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    at: Instant,
+    next: u64,
+    /// The instant `next` starts.
+    due: Instant,
+}
+
+impl ClockPace {
+    /// Forgets the last reading: the next turn reads the clock.
+    #[inline]
+    pub(crate) fn restart(&mut self) {
+        *self = ClockPace::default();
+    }
+
+    /// After a reading `at`, with tick `next`, starting at `due`, the earliest due: plans
+    /// the turns to run before the next reading, half of those that fit in the time left at
+    /// the pace of the turns since the last reading, at most [`MAX_UNREAD_TURNS`]; none
+    /// without a last reading to measure the pace from.
+    fn plan(&mut self, at: Instant, next: u64, due: Instant) {
+        self.skip = match self.last {
+            Some(last) if self.turns > 0 => {
+                let per_turn = nanos(at - last.at) / u64::from(self.turns);
+                let fit = nanos(due - at) / per_turn.max(1);
+                u32::try_from(fit / 2).map_or(MAX_UNREAD_TURNS, |n| n.min(MAX_UNREAD_TURNS))
+            }
+            _ => 0,
+        };
+        self.turns = 0;
+        self.last = Some(Reading { at, next, due });
+    }
+}
+
+/// A duration in nanoseconds, at most `u64::MAX` (584 years).
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
 impl Driver {
-    /// Fires what is due, if the earliest deadline has come; cheap when it has not (one
-    /// relaxed load per shard when no timer is pending, plus a clock read otherwise).
-    pub(crate) fn maybe_process(&self) -> bool {
+    /// Worker 0's turn: fires what is due, if the earliest deadline has come; returns whether
+    /// anything fired. One relaxed load per shard when no timer is pending; otherwise a clock
+    /// reading, but only as often as `pace` says (see "Worker 0's clock readings" above).
+    #[inline]
+    pub(crate) fn maybe_process_paced(&self, pace: &mut ClockPace) -> bool {
         let next = self.earliest_due();
         if next == NEVER {
+            pace.restart();
+            return false;
+        }
+        if cfg!(loom) || self.clock.ever_paused() {
+            return self.process_due(self.clock.now());
+        }
+        pace.turns = pace.turns.saturating_add(1);
+        let planned = pace.last;
+        if pace.skip > 0 && planned.is_some_and(|last| last.next <= next) {
+            pace.skip -= 1;
             return false;
         }
         let now = self.clock.now();
+        let due = match planned {
+            Some(last) if last.next == next => last.due,
+            _ => self.tick_instant(next),
+        };
+        pace.plan(now, next, due);
+        // The same as `floor_tick(now) < next`, without its division.
+        if now < due {
+            return false;
+        }
+        self.process_due(now)
+    }
+
+    /// Fires what is due at `now` in each shard whose next timer is; returns whether
+    /// anything fired.
+    fn process_due(&self, now: Instant) -> bool {
         let now_tick = self.floor_tick(now);
-        if now_tick < next {
+        if now_tick < self.earliest_due() {
             return false;
         }
         let mut fired = 0;
@@ -258,5 +364,141 @@ impl WakeList {
             }
         }
         self.len = 0;
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::task::{Context, Waker};
+
+    use super::*;
+    use crate::loom::Arc;
+    use crate::time::clock::Clock;
+    use crate::time::driver_ref::DriverRef;
+    use crate::time::entry::TimerEntry;
+    use crate::time::park::DriverParker;
+
+    /// A driver with 1 ms ticks on the system's clock, its parker dropped.
+    fn running_driver() -> Arc<Driver> {
+        let origin = std::time::Instant::now();
+        let tick = Duration::from_millis(1);
+        let (_parker, unparker) = DriverParker::new(tick).expect("a poll");
+        let clock = Clock::new(origin, tick, false);
+        Driver::new(clock, origin, tick, unparker, 1, 1, true)
+    }
+
+    /// A pace whose last reading was `turns` turns of `per_turn` each before `at`.
+    fn paced(at: Instant, per_turn: Duration, turns: u32) -> ClockPace {
+        ClockPace {
+            skip: 0,
+            turns,
+            last: Some(Reading {
+                at: at - per_turn * turns,
+                next: 0,
+                due: at,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_plan_skips_half_the_turns_that_fit_before_the_due_tick_at_most_the_cap() {
+        let at = Instant::now();
+        let turn = Duration::from_micros(10);
+        let plan = |mut pace: ClockPace, left: Duration| {
+            pace.plan(at, 7, at + left);
+            assert_eq!(pace.turns, 0);
+            assert!(pace
+                .last
+                .is_some_and(|last| last.at == at && last.next == 7));
+            pace.skip
+        };
+        // No reading before: nothing to measure the pace from.
+        assert_eq!(plan(ClockPace::default(), Duration::from_secs(1)), 0);
+        // 6 turns of 10 µs fit in 60 µs; half of them.
+        assert_eq!(plan(paced(at, turn, 4), Duration::from_micros(60)), 3);
+        assert_eq!(plan(paced(at, turn, 1), Duration::from_micros(19)), 0);
+        // Far from the tick, the cap.
+        assert_eq!(
+            plan(paced(at, turn, 4), Duration::from_millis(1)),
+            MAX_UNREAD_TURNS
+        );
+        // Turns too short to measure count as a nanosecond each.
+        assert_eq!(
+            plan(paced(at, Duration::ZERO, 2), Duration::from_micros(1)),
+            MAX_UNREAD_TURNS
+        );
+        // The tick has come: read at every turn.
+        assert_eq!(plan(paced(at, turn, 4), Duration::ZERO), 0);
+    }
+
+    #[test]
+    fn a_timer_due_while_turns_are_skipped_fires_within_the_cap_and_never_early() {
+        let driver = running_driver();
+        let deadline = Instant::now() + Duration::from_millis(3);
+        let mut timer = Box::pin(TimerEntry::new(DriverRef::new(&driver), deadline, true));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(timer.as_mut().poll_elapsed(&mut cx).is_pending());
+        let mut pace = ClockPace::default();
+        let mut turns_after_the_tick = 0;
+        let start = std::time::Instant::now();
+        while !driver.maybe_process_paced(&mut pace) {
+            assert!(!timer.is_elapsed());
+            if Instant::now() >= driver.tick_instant(driver.deadline_tick(deadline)) {
+                turns_after_the_tick += 1;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the timer never fired"
+            );
+        }
+        assert!(Instant::now() >= deadline, "fired early");
+        assert!(timer.is_elapsed());
+        // The turns were far shorter than the time left, so some were skipped, but no more
+        // than the cap once the tick had come.
+        assert!(
+            turns_after_the_tick <= MAX_UNREAD_TURNS,
+            "{turns_after_the_tick}"
+        );
+    }
+
+    #[test]
+    fn an_earlier_deadline_ends_the_skip() {
+        let driver = running_driver();
+        let mut cx = Context::from_waker(Waker::noop());
+        let far = Instant::now() + Duration::from_secs(10);
+        let mut late = Box::pin(TimerEntry::new(DriverRef::new(&driver), far, true));
+        assert!(late.as_mut().poll_elapsed(&mut cx).is_pending());
+        let mut pace = ClockPace::default();
+        // The first reading has no pace to go by; the second plans the cap, the deadline
+        // being 10 s away.
+        assert!(!driver.maybe_process_paced(&mut pace));
+        assert!(!driver.maybe_process_paced(&mut pace));
+        assert_eq!(pace.skip, MAX_UNREAD_TURNS);
+        // A later timer leaves the earliest deadline, and the skip, as they were.
+        let mut later = Box::pin(TimerEntry::new(
+            DriverRef::new(&driver),
+            far + Duration::from_secs(1),
+            true,
+        ));
+        assert!(later.as_mut().poll_elapsed(&mut cx).is_pending());
+        assert!(!driver.maybe_process_paced(&mut pace));
+        assert_eq!(pace.skip, MAX_UNREAD_TURNS - 1);
+        // An earlier one is read against at once.
+        let soon = Instant::now() + Duration::from_secs(1);
+        let mut early = Box::pin(TimerEntry::new(DriverRef::new(&driver), soon, true));
+        assert!(early.as_mut().poll_elapsed(&mut cx).is_pending());
+        assert!(!driver.maybe_process_paced(&mut pace));
+        let next = driver.next_due().expect("timers pending");
+        assert!(pace.last.is_some_and(|last| last.next == next));
+        assert_eq!(next, driver.deadline_tick(soon));
+    }
+
+    #[test]
+    fn nothing_pending_forgets_the_pace() {
+        let driver = running_driver();
+        let mut pace = paced(Instant::now(), Duration::from_micros(1), 3);
+        pace.skip = 5;
+        assert!(!driver.maybe_process_paced(&mut pace));
+        assert!(pace.last.is_none() && pace.skip == 0 && pace.turns == 0);
     }
 }
