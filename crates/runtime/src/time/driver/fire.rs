@@ -45,7 +45,7 @@ use crate::time::clock::ClockError;
 use crate::time::Instant;
 
 /// The most turns worker 0 runs without reading the clock while a timer is pending.
-pub(crate) const MAX_UNREAD_TURNS: u32 = 16;
+pub(crate) const MAX_UNREAD_TURNS: u32 = 8;
 
 /// When worker 0 reads the clock next: its own, kept across its turns and forgotten when it
 /// parks (see "Worker 0's clock readings" above).
