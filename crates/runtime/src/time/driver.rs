@@ -4,17 +4,16 @@
 //! # Threads
 //!
 //! Worker 0 owns the driver. Each turn it checks, without a lock, whether the earliest
-//! deadline (each shard's `next_due`) has come, and if so fires what is due; while its turns
-//! are short beside the time left, it reads the clock for that only every few turns
-//! (`driver/fire.rs`, "Worker 0's clock readings"). When it has
-//! nothing to run it parks on its next expiry: it records the tick it sleeps toward
-//! (`sleeping_until`), then blocks in `mio::Poll` with that timeout. Any thread may register,
-//! reset or cancel a timer; a registration earlier than `sleeping_until` wakes worker 0
-//! through its `mio::Waker`, and is the only timer operation that makes a syscall. On a
-//! paused clock it blocks with no timeout (auto-advance wakes it), but only once the wheel
-//! has caught up with the clock: a tick the clock has passed in `sleeping_until` would let a
-//! timer due already register without waking it. Firing, worker 0's and a stand-in's, is in
-//! `driver/fire.rs`.
+//! deadline (each shard's `next_due`) has come, and if so fires what is due; while its
+//! turns are short beside the time left, it reads the clock for that only every few turns
+//! (`driver/fire.rs`, "Worker 0's clock readings"). When it has nothing to run it parks on
+//! its next expiry: it records the tick it sleeps toward (`sleeping_until`), then blocks in
+//! `mio::Poll` with that timeout. Any thread may register, reset or cancel a timer; a
+//! registration earlier than `sleeping_until` wakes worker 0 through its `mio::Waker`, and
+//! is the only timer operation that makes a syscall. On a paused clock it blocks with no
+//! timeout (auto-advance wakes it), but only once the wheel has caught up with the clock: a
+//! tick the clock has passed in `sleeping_until` would let a timer due already register
+//! without waking it. Firing, worker 0's and a stand-in's, is in `driver/fire.rs`.
 //!
 //! # Shards
 //!
