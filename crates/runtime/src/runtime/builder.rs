@@ -374,9 +374,9 @@ impl Builder {
     }
 
     /// Does nothing with a valid interval: tokio's workers look for timers and I/O events
-    /// every `interval` turns; escapement's worker 0 fires due timers at the top of every
-    /// turn, and there is no I/O driver. Named as tokio's, so that a builder chain ports by
-    /// changing the import.
+    /// every `interval` turns; escapement's worker 0 looks for due timers at the top of every
+    /// turn, pacing its clock readings by how long its turns take, and there is no I/O
+    /// driver. Named as tokio's, so that a builder chain ports by changing the import.
     ///
     /// # Panics
     ///

@@ -55,7 +55,9 @@
 //!
 //! A task woken on the old thread between steps 1 and 4 goes to the injector: `push_local`
 //! finds no queue. Nothing else of the worker stays behind: its `Worker` on the old stack
-//! keeps only the turn counter and the stealing heuristics.
+//! keeps only the turn counter, the stealing heuristics and, for worker 0, the pace of its
+//! clock readings, which a take-back in step 4 goes on with (a few turns without a reading
+//! at most).
 
 use std::cell::{Cell, RefCell};
 use std::fmt;

@@ -14,10 +14,15 @@
 //! readings paced"). So while its turns are short beside the time left before the earliest
 //! deadline, it reads the clock only every few turns ([`ClockPace`]):
 //!
-//! - After each reading that finds nothing due, it plans to skip half of the turns that
-//!   would fit in the time left before the earliest due tick starts, at the pace of the turns
-//!   since the last reading, and never more than [`MAX_UNREAD_TURNS`]. Near the tick, and
-//!   whenever turns are long beside it, that is none: it reads at every turn.
+//! - After each reading that finds nothing due, it plans to skip a quarter of the turns that
+//!   would fit in the time left before the earliest due tick starts, at the estimated length
+//!   of a turn, and never more than [`MAX_UNREAD_TURNS`]. Near the tick, and whenever turns
+//!   are long beside it, that is none: it reads at every turn. A quarter rather than all of
+//!   them, as the turns to come may be longer than the estimate says.
+//! - The estimate is the mean length of the turns between the last two readings, or, when
+//!   that is shorter, three quarters of the estimate before: it rises at once and falls only
+//!   over several readings. A mean over one turn says little (after a fire it is often that
+//!   of a short task just woken, between long ones), so long turns once seen keep it high.
 //! - A deadline earlier than the one it planned against (a timer registered since, on any
 //!   thread) ends the skip: it reads at once.
 //! - The first turn after a park, and the one after a fire, read the clock.
@@ -25,10 +30,11 @@
 //!   test says so, and what a test sees must not depend on how long its turns took. Under
 //!   loom too, whose models must not branch on the time a run took.
 //!
-//! If the turns suddenly grow longer than those the plan was measured on, a timer can be
-//! late by the turns left to skip, at most [`MAX_UNREAD_TURNS`], where a reading at every turn
-//! would have made it late by one; a stand-in fires what is more than [`STAND_IN_GRACE`]
-//! overdue, where another thread of the runtime is free.
+//! The cost is in precision when short turns give way to long ones: the turn in progress and
+//! the [`MAX_UNREAD_TURNS`] after it may then pass before the next reading, where a reading at
+//! every turn would have let only the turn in progress pass. A stand-in fires what is more
+//! than [`STAND_IN_GRACE`] overdue, where another thread of the runtime is free. Tokio's
+//! workers look at their timers every 61 turns.
 
 use std::pin::Pin;
 use std::ptr::NonNull;
@@ -45,10 +51,10 @@ use crate::time::clock::ClockError;
 use crate::time::Instant;
 
 /// The most turns worker 0 runs without reading the clock while a timer is pending.
-pub(crate) const MAX_UNREAD_TURNS: u32 = 8;
+pub(crate) const MAX_UNREAD_TURNS: u32 = 4;
 
-/// When worker 0 reads the clock next: its own, kept across its turns and forgotten when it
-/// parks (see "Worker 0's clock readings" above).
+/// When worker 0 reads the clock next: its own, kept across its turns; a park forgets the
+/// last reading but not how long the turns took (see "Worker 0's clock readings" above).
 #[derive(Debug, Default)]
 pub(crate) struct ClockPace {
     /// Turns still to run without a reading.
@@ -57,6 +63,10 @@ pub(crate) struct ClockPace {
     turns: u32,
     /// The last reading, if it is to pace the next ones.
     last: Option<Reading>,
+    /// How long a turn takes, in nanoseconds, for the plan: the mean of the turns between
+    /// the last two readings when that is longer, else three quarters of the estimate
+    /// before. It rises at once with long turns and falls only over several readings.
+    per_turn: u64,
 }
 
 /// A reading of the clock, and the earliest tick due when it was taken.
@@ -72,19 +82,22 @@ impl ClockPace {
     /// Forgets the last reading: the next turn reads the clock.
     #[inline]
     pub(crate) fn restart(&mut self) {
-        *self = ClockPace::default();
+        self.skip = 0;
+        self.turns = 0;
+        self.last = None;
     }
 
     /// After a reading `at`, with tick `next`, starting at `due`, the earliest due: plans
-    /// the turns to run before the next reading, half of those that fit in the time left at
-    /// the pace of the turns since the last reading, at most [`MAX_UNREAD_TURNS`]; none
-    /// without a last reading to measure the pace from.
+    /// the turns to run before the next reading, a quarter of those that fit in the time
+    /// left at the estimated length of a turn, at most [`MAX_UNREAD_TURNS`]; none without a
+    /// last reading to measure the turns from.
     fn plan(&mut self, at: Instant, next: u64, due: Instant) {
         self.skip = match self.last {
             Some(last) if self.turns > 0 => {
-                let per_turn = nanos(at - last.at) / u64::from(self.turns);
-                let fit = nanos(due - at) / per_turn.max(1);
-                u32::try_from(fit / 2).map_or(MAX_UNREAD_TURNS, |n| n.min(MAX_UNREAD_TURNS))
+                let mean = nanos(at - last.at) / u64::from(self.turns);
+                self.per_turn = mean.max(self.per_turn - self.per_turn / 4);
+                let fit = nanos(due - at) / self.per_turn.max(1);
+                u32::try_from(fit / 4).map_or(MAX_UNREAD_TURNS, |n| n.min(MAX_UNREAD_TURNS))
             }
             _ => 0,
         };
@@ -110,7 +123,7 @@ impl Driver {
             return false;
         }
         if cfg!(loom) || self.clock.ever_paused() {
-            return self.process_due(self.clock.now());
+            return self.process_due(self.clock.now(), next);
         }
         pace.turns = pace.turns.saturating_add(1);
         let planned = pace.last;
@@ -128,14 +141,14 @@ impl Driver {
         if now < due {
             return false;
         }
-        self.process_due(now)
+        self.process_due(now, next)
     }
 
-    /// Fires what is due at `now` in each shard whose next timer is; returns whether
-    /// anything fired.
-    fn process_due(&self, now: Instant) -> bool {
+    /// Fires what is due at `now` in each shard whose next timer is, `next` being the earliest
+    /// due tick of them all; returns whether anything fired.
+    fn process_due(&self, now: Instant, next: u64) -> bool {
         let now_tick = self.floor_tick(now);
-        if now_tick < self.earliest_due() {
+        if now_tick < next {
             return false;
         }
         let mut fired = 0;
@@ -378,17 +391,27 @@ mod tests {
     use crate::time::entry::TimerEntry;
     use crate::time::park::DriverParker;
 
-    /// A driver with 1 ms ticks on the system's clock, its parker dropped.
-    fn running_driver() -> Arc<Driver> {
+    /// A driver with 1 ms ticks on the system's clock (or one paused at first), its parker
+    /// dropped.
+    fn driver_on(paused: bool) -> Arc<Driver> {
         let origin = std::time::Instant::now();
         let tick = Duration::from_millis(1);
         let (_parker, unparker) = DriverParker::new(tick).expect("a poll");
-        let clock = Clock::new(origin, tick, false);
+        let clock = Clock::new(origin, tick, paused);
         Driver::new(clock, origin, tick, unparker, 1, 1, true)
     }
 
-    /// A pace whose last reading was `turns` turns of `per_turn` each before `at`.
-    fn paced(at: Instant, per_turn: Duration, turns: u32) -> ClockPace {
+    /// A timer of `driver`'s at `deadline`, registered.
+    fn registered(driver: &Arc<Driver>, deadline: Instant) -> Pin<Box<TimerEntry>> {
+        let mut timer = Box::pin(TimerEntry::new(DriverRef::new(driver), deadline, true));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(timer.as_mut().poll_elapsed(&mut cx).is_pending());
+        timer
+    }
+
+    /// A pace whose last reading was `turns` turns of `per_turn` each before `at`, with an
+    /// estimate of `estimate`.
+    fn paced(at: Instant, per_turn: Duration, turns: u32, estimate: Duration) -> ClockPace {
         ClockPace {
             skip: 0,
             turns,
@@ -397,47 +420,80 @@ mod tests {
                 next: 0,
                 due: at,
             }),
+            per_turn: nanos(estimate),
         }
     }
 
     #[test]
-    fn the_plan_skips_half_the_turns_that_fit_before_the_due_tick_at_most_the_cap() {
+    fn the_plan_skips_a_quarter_of_the_turns_that_fit_before_the_due_tick_at_most_the_cap() {
         let at = Instant::now();
         let turn = Duration::from_micros(10);
+        let none = Duration::ZERO;
         let plan = |mut pace: ClockPace, left: Duration| {
             pace.plan(at, 7, at + left);
             assert_eq!(pace.turns, 0);
             assert!(pace
                 .last
                 .is_some_and(|last| last.at == at && last.next == 7));
-            pace.skip
+            (pace.skip, pace.per_turn)
         };
-        // No reading before: nothing to measure the pace from.
-        assert_eq!(plan(ClockPace::default(), Duration::from_secs(1)), 0);
-        // 6 turns of 10 µs fit in 60 µs; half of them.
-        assert_eq!(plan(paced(at, turn, 4), Duration::from_micros(60)), 3);
-        assert_eq!(plan(paced(at, turn, 1), Duration::from_micros(19)), 0);
+        // No reading before: nothing to measure the turns from.
+        assert_eq!(plan(ClockPace::default(), Duration::from_secs(1)).0, 0);
+        // 12 turns of 10 µs fit in 120 µs; a quarter of them.
+        assert_eq!(
+            plan(paced(at, turn, 4, none), Duration::from_micros(120)),
+            (3, 10_000)
+        );
+        assert_eq!(
+            plan(paced(at, turn, 1, none), Duration::from_micros(40)).0,
+            1
+        );
+        assert_eq!(
+            plan(paced(at, turn, 1, none), Duration::from_micros(39)).0,
+            0
+        );
         // Far from the tick, the cap.
-        assert_eq!(
-            plan(paced(at, turn, 4), Duration::from_millis(1)),
-            MAX_UNREAD_TURNS
-        );
+        let far = Duration::from_millis(1);
+        assert_eq!(plan(paced(at, turn, 4, none), far).0, MAX_UNREAD_TURNS);
         // Turns too short to measure count as a nanosecond each.
-        assert_eq!(
-            plan(paced(at, Duration::ZERO, 2), Duration::from_micros(1)),
-            MAX_UNREAD_TURNS
-        );
+        let one = Duration::from_micros(1);
+        assert_eq!(plan(paced(at, none, 2, none), one).0, MAX_UNREAD_TURNS);
         // The tick has come: read at every turn.
-        assert_eq!(plan(paced(at, turn, 4), Duration::ZERO), 0);
+        assert_eq!(plan(paced(at, turn, 4, none), Duration::ZERO).0, 0);
+        // Long turns seen before keep the estimate up: it falls by a quarter a reading.
+        let long = Duration::from_millis(1);
+        assert_eq!(plan(paced(at, turn, 1, long), far), (0, 750_000));
+        assert_eq!(plan(paced(at, turn, 1, long), far * 8), (2, 750_000));
+        // And a long mean raises it at once.
+        assert_eq!(plan(paced(at, long, 1, turn), far).0, 0);
+    }
+
+    #[test]
+    fn an_estimate_of_long_turns_falls_only_over_several_readings() {
+        let driver = driver_on(false);
+        let _far = registered(&driver, Instant::now() + Duration::from_secs(10));
+        let mut pace = ClockPace {
+            per_turn: nanos(Duration::from_secs(3_600)),
+            ..ClockPace::default()
+        };
+        // Short turns, each read: the estimate of an hour drops by a quarter at each reading
+        // after the first, and no turn is skipped until it is at most a quarter of the 10 s
+        // left, at the 27th reading (3,600 s times 0.75 to the 26th power is about 2.0 s; to
+        // the 25th, 2.7 s).
+        let mut readings = 0;
+        while pace.skip == 0 {
+            assert!(!driver.maybe_process_paced(&mut pace));
+            readings += 1;
+            assert!(readings < 100, "the estimate never fell");
+        }
+        assert_eq!(readings, 27);
     }
 
     #[test]
     fn a_timer_due_while_turns_are_skipped_fires_within_the_cap_and_never_early() {
-        let driver = running_driver();
+        let driver = driver_on(false);
         let deadline = Instant::now() + Duration::from_millis(3);
-        let mut timer = Box::pin(TimerEntry::new(DriverRef::new(&driver), deadline, true));
-        let mut cx = Context::from_waker(Waker::noop());
-        assert!(timer.as_mut().poll_elapsed(&mut cx).is_pending());
+        let timer = registered(&driver, deadline);
         let mut pace = ClockPace::default();
         let mut turns_after_the_tick = 0;
         let start = std::time::Instant::now();
@@ -453,52 +509,68 @@ mod tests {
         }
         assert!(Instant::now() >= deadline, "fired early");
         assert!(timer.is_elapsed());
-        // The turns were far shorter than the time left, so some were skipped, but no more
-        // than the cap once the tick had come.
+        // The turns were far shorter than the time left, so some were skipped: once the tick
+        // had come, the turn in progress and at most the cap.
         assert!(
-            turns_after_the_tick <= MAX_UNREAD_TURNS,
+            turns_after_the_tick <= MAX_UNREAD_TURNS + 1,
             "{turns_after_the_tick}"
         );
     }
 
     #[test]
-    fn an_earlier_deadline_ends_the_skip() {
-        let driver = running_driver();
-        let mut cx = Context::from_waker(Waker::noop());
+    fn an_earlier_deadline_ends_the_skip_and_fires_by_its_own_tick() {
+        let driver = driver_on(false);
         let far = Instant::now() + Duration::from_secs(10);
-        let mut late = Box::pin(TimerEntry::new(DriverRef::new(&driver), far, true));
-        assert!(late.as_mut().poll_elapsed(&mut cx).is_pending());
+        let _late = registered(&driver, far);
         let mut pace = ClockPace::default();
-        // The first reading has no pace to go by; the second plans the cap, the deadline
-        // being 10 s away.
+        // The first reading has nothing to measure turns from; the second plans the cap, the
+        // deadline being 10 s away.
         assert!(!driver.maybe_process_paced(&mut pace));
         assert!(!driver.maybe_process_paced(&mut pace));
         assert_eq!(pace.skip, MAX_UNREAD_TURNS);
         // A later timer leaves the earliest deadline, and the skip, as they were.
-        let mut later = Box::pin(TimerEntry::new(
-            DriverRef::new(&driver),
-            far + Duration::from_secs(1),
-            true,
-        ));
-        assert!(later.as_mut().poll_elapsed(&mut cx).is_pending());
+        let _later = registered(&driver, far + Duration::from_secs(1));
         assert!(!driver.maybe_process_paced(&mut pace));
         assert_eq!(pace.skip, MAX_UNREAD_TURNS - 1);
-        // An earlier one is read against at once.
-        let soon = Instant::now() + Duration::from_secs(1);
-        let mut early = Box::pin(TimerEntry::new(DriverRef::new(&driver), soon, true));
-        assert!(early.as_mut().poll_elapsed(&mut cx).is_pending());
+        // An earlier one is read against at once, and fires at its own tick, not the far
+        // one's.
+        let soon = Instant::now() + Duration::from_millis(5);
+        let early = registered(&driver, soon);
         assert!(!driver.maybe_process_paced(&mut pace));
         let next = driver.next_due().expect("timers pending");
-        assert!(pace.last.is_some_and(|last| last.next == next));
         assert_eq!(next, driver.deadline_tick(soon));
+        assert!(pace.last.is_some_and(|last| last.next == next));
+        let start = std::time::Instant::now();
+        while !driver.maybe_process_paced(&mut pace) {
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "waited for the far timer"
+            );
+        }
+        assert!(early.is_elapsed());
+        assert!(Instant::now() >= soon, "fired early");
     }
 
     #[test]
-    fn nothing_pending_forgets_the_pace() {
-        let driver = running_driver();
-        let mut pace = paced(Instant::now(), Duration::from_micros(1), 3);
+    fn a_clock_once_paused_is_read_at_every_turn() {
+        let driver = driver_on(true);
+        driver.clock.resume().expect("paused");
+        let _far = registered(&driver, Instant::now() + Duration::from_secs(10));
+        let mut pace = ClockPace::default();
+        for _ in 0..3 {
+            assert!(!driver.maybe_process_paced(&mut pace));
+        }
+        assert!(pace.last.is_none() && pace.skip == 0 && pace.turns == 0);
+    }
+
+    #[test]
+    fn nothing_pending_forgets_the_reading_and_keeps_the_estimate() {
+        let driver = driver_on(false);
+        let turn = Duration::from_micros(1);
+        let mut pace = paced(Instant::now(), turn, 3, turn);
         pace.skip = 5;
         assert!(!driver.maybe_process_paced(&mut pace));
         assert!(pace.last.is_none() && pace.skip == 0 && pace.turns == 0);
+        assert_eq!(pace.per_turn, 1_000);
     }
 }
