@@ -2,14 +2,14 @@
 //! between creating a `sleep(d)` and resuming after it, minus `d`, for `d` drawn uniformly
 //! from 1..50 ms to the microsecond (seeded), on escapement at its default 1 ms timer
 //! resolution, on escapement at 100 µs (`Builder::timer_resolution`), and on tokio (whose
-//! timer works in milliseconds), all with 2 worker threads. The lateness includes rounding
-//! the deadline up to the runtime's tick and the time from the timer firing to the task
-//! running again: what a program sees.
+//! timer works in milliseconds), all with 2 worker threads (1 in the `long` scenario). The
+//! lateness includes rounding the deadline up to the runtime's tick and the time from the
+//! timer firing to the task running again: what a program sees.
 //!
 //! Each round runs [`TASKS`] tasks, each doing [`SLEEPS_PER_TASK`] sleeps in a row, so the
 //! deadlines are staggered; [`ROUNDS`] rounds per runtime and scenario, each in a child
 //! process of its own (the binary re-executes itself with `--child`), interleaved across the
-//! runtimes. Three scenarios:
+//! runtimes. Four scenarios:
 //!
 //! - `idle`: nothing else runs on the runtime.
 //! - `blocked`: one more task blocks its thread with `std::thread::sleep(200 ms)` whenever it
@@ -25,6 +25,9 @@
 //!   no worker parks, between other tasks' turns. Escapement's worker 0 then reads the clock
 //!   only every few turns while the next deadline is far (`time/driver/fire.rs`); tokio's
 //!   workers look at their timer every 61 turns.
+//! - `long`: on one worker, one more task spins for [`LONG_TURN`] in each turn and yields,
+//!   until the round ends, so the sleepers' short turns come between long ones: what
+//!   worker 0's pacing of its clock readings must not mistake for short turns.
 //!
 //! A round still running after [`HANG_LIMIT`] is killed and reported as hung.
 //!
@@ -59,8 +62,20 @@ const SLEEPS_PER_TASK: u64 = 50;
 /// Rounds per runtime and scenario.
 const ROUNDS: u64 = 5;
 
-/// Worker threads, for every runtime.
+/// Worker threads, for every runtime, but in the `long` scenario.
 const WORKERS: usize = 2;
+
+/// How long the spinning task of the `long` scenario spins in each turn.
+const LONG_TURN: Duration = Duration::from_millis(1);
+
+/// Worker threads in `scenario`.
+fn workers(scenario: &str) -> usize {
+    if scenario == "long" {
+        1
+    } else {
+        WORKERS
+    }
+}
 
 /// How long the blocking task blocks thread 0 at a time.
 const BLOCK: Duration = Duration::from_millis(200);
@@ -99,11 +114,11 @@ fn main() {
         let scenario = args[1].as_str();
         let round: u64 = args[2].parse().expect("a round");
         let result = match config {
-            0 => measure(&Escapement::new(WORKERS), scenario, round),
+            0 => measure(&Escapement::new(workers(scenario)), scenario, round),
             1 => measure(
                 &Escapement(
                     escapement::Builder::new()
-                        .worker_threads(WORKERS)
+                        .worker_threads(workers(scenario))
                         .timer_resolution(Duration::from_micros(100))
                         .build()
                         .expect("escapement runtime"),
@@ -111,7 +126,7 @@ fn main() {
                 scenario,
                 round,
             ),
-            _ => measure(&Tokio::new(WORKERS), scenario, round),
+            _ => measure(&Tokio::new(workers(scenario)), scenario, round),
         };
         let nanos: Vec<String> = result
             .lateness
@@ -129,7 +144,7 @@ fn main() {
     if !started_by_cargo_bench(module_path!()) {
         return;
     }
-    for scenario in ["idle", "blocked", "busy"] {
+    for scenario in ["idle", "blocked", "busy", "long"] {
         table(scenario);
     }
 }
@@ -138,7 +153,8 @@ fn main() {
 fn table(scenario: &str) {
     println!(
         "lateness, {scenario}: {TASKS} tasks x {SLEEPS_PER_TASK} sleeps of 1..50 ms, \
-         {WORKERS} workers, {ROUNDS} rounds per runtime"
+         {} workers, {ROUNDS} rounds per runtime",
+        workers(scenario)
     );
     let mut rounds: Vec<Vec<Round>> = CONFIGS.iter().map(|_| Vec::new()).collect();
     let mut hung = [0u64; CONFIGS.len()];
@@ -244,9 +260,13 @@ fn measure<R: Rt>(rt: &R, scenario: &str, round: u64) -> Round {
     rt.block_on(async {
         let stop = Arc::new(AtomicBool::new(false));
         let blocker = blocked.then(|| rt.spawn(block_thread_0::<R>(stop.clone())));
-        let spinners: Vec<_> = (0..if scenario == "busy" { SPINNERS } else { 0 })
-            .map(|_| rt.spawn(spin::<R>(stop.clone())))
-            .collect();
+        let spinners: Vec<_> = match scenario {
+            "busy" => (0..SPINNERS)
+                .map(|_| rt.spawn(spin::<R>(stop.clone(), None)))
+                .collect(),
+            "long" => vec![rt.spawn(spin::<R>(stop.clone(), Some(LONG_TURN)))],
+            _ => Vec::new(),
+        };
         if blocked {
             // Let the blocking task find thread 0 first.
             R::sleep(Duration::from_millis(20)).await;
@@ -308,12 +328,19 @@ async fn block_thread_0<R: Rt>(stop: Arc<AtomicBool>) -> f64 {
     blocked.as_secs_f64() / born.elapsed().as_secs_f64()
 }
 
-/// Turns of about a microsecond of arithmetic each, yielding between them, until `stop`.
-async fn spin<R: Rt>(stop: Arc<AtomicBool>) {
+/// Turns of about a microsecond of arithmetic each, or of `turn` if given, yielding between
+/// them, until `stop`.
+async fn spin<R: Rt>(stop: Arc<AtomicBool>, turn: Option<Duration>) {
     let mut x = 1u64;
     while !stop.load(Ordering::Relaxed) {
-        for _ in 0..SPIN {
-            x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+        let start = Instant::now();
+        loop {
+            for _ in 0..SPIN {
+                x = std::hint::black_box(x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+            }
+            if turn.is_none_or(|turn| start.elapsed() >= turn) {
+                break;
+            }
         }
         R::yield_now().await;
     }
