@@ -532,16 +532,20 @@ mod tests {
         let _later = registered(&driver, far + Duration::from_secs(1));
         assert!(!driver.maybe_process_paced(&mut pace));
         assert_eq!(pace.skip, MAX_UNREAD_TURNS - 1);
-        // An earlier one is read against at once, and fires at its own tick, not the far
-        // one's.
+        // An earlier one is read against at once: the next turn reads the clock and plans
+        // against its tick (or fires it, where its tick has come already, as under Miri's
+        // clock), and it fires at its own tick, not the far one's.
         let soon = Instant::now() + Duration::from_millis(5);
         let early = registered(&driver, soon);
-        assert!(!driver.maybe_process_paced(&mut pace));
-        let next = driver.next_due().expect("timers pending");
-        assert_eq!(next, driver.deadline_tick(soon));
-        assert!(pace.last.is_some_and(|last| last.next == next));
+        let fired = driver.maybe_process_paced(&mut pace);
+        assert!(
+            fired
+                || pace
+                    .last
+                    .is_some_and(|last| last.next == driver.deadline_tick(soon))
+        );
         let start = std::time::Instant::now();
-        while !driver.maybe_process_paced(&mut pace) {
+        while !fired && !driver.maybe_process_paced(&mut pace) {
             assert!(
                 start.elapsed() < Duration::from_secs(5),
                 "waited for the far timer"
