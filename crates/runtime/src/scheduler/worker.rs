@@ -3,10 +3,7 @@
 //! Each turn a worker runs one task: from its own queue, from the injector (first, every
 //! `global_queue_interval` turns, 61 unless the builder says otherwise and 31 on a
 //! current-thread runtime, and the turn after a task yielded, so outside work is not
-//! starved), or stolen from another worker. After a yield that turn takes a batch from the
-//! injector, about half of it, runs the first and queues the rest behind the task that
-//! yielded: timers that a stand-in fires while a task holds worker 0 wake their tasks through
-//! the injector, and one of them a turn made each wait for a turn of the holder. A current-thread runtime's worker holds a task
+//! starved), or stolen from another worker. A current-thread runtime's worker holds a task
 //! that yielded back until its batch of turns ends (its queue is empty, or it ran its most
 //! turns), then queues the held tasks again, last first, after `block_on`'s future has had
 //! its turn, if woken: tokio's order, where such wakes are deferred. Worker 0 also fires due
@@ -169,8 +166,6 @@ pub(crate) struct Worker {
     /// yields, the local queue goes next, so tasks that yield from the injector cannot keep
     /// the local ones waiting.
     from_injector: bool,
-    /// Whether the next look at the injector follows a yield, and takes a batch.
-    injector_batch: bool,
     /// State of a xorshift generator, to pick whom to steal from first.
     rng: u32,
     /// Worker 0's: when it reads the clock next to fire due timers.
@@ -552,7 +547,6 @@ impl Worker {
         Worker {
             injector_countdown: handle.shared.global_queue_interval,
             from_injector: false,
-            injector_batch: false,
             handle,
             index,
             searching: false,
@@ -667,9 +661,8 @@ impl Worker {
 
     /// Runs `task`; returns `HandedOff` if its poll handed the worker to another thread, and
     /// whether the task yielded (on a multi-threaded runtime it then runs again after the
-    /// next task from the injector, unless it came from there itself, and before the rest of
-    /// the batch taken with it; a current-thread runtime holds it back instead,
-    /// `defer_yielded`).
+    /// next task from the injector, unless it came from there itself; a current-thread
+    /// runtime holds it back instead, `defer_yielded`).
     fn run_task(&mut self, task: Task) -> (Role, bool) {
         self.end_search();
         ROLE.with(|role| role.set(Role::Polling));
@@ -678,7 +671,6 @@ impl Worker {
         let yielded = coop::take_yield();
         if yielded && !self.from_injector && self.handle.shared.core_slot.is_none() {
             self.injector_countdown = 1;
-            self.injector_batch = true;
         }
         (ROLE.with(|role| role.replace(Role::Other)), yielded)
     }
@@ -720,14 +712,7 @@ impl Worker {
         self.injector_countdown -= 1;
         if self.injector_countdown == 0 {
             self.injector_countdown = shared.global_queue_interval;
-            let task = if std::mem::take(&mut self.injector_batch) {
-                Self::with_queue(|queue| {
-                    steal_retrying(|| shared.injector.steal_batch_and_pop(queue))
-                })
-            } else {
-                steal_retrying(|| shared.injector.steal())
-            };
-            if let Some(task) = task {
+            if let Some(task) = steal_retrying(|| shared.injector.steal()) {
                 self.from_injector = true;
                 return Some(task);
             }

@@ -7,13 +7,12 @@ use std::task::{Context, Poll};
 use super::coop;
 
 /// Yields to the scheduler once, so that other ready tasks run before this one is polled
-/// again. On a multi-threaded runtime the task goes to the back of its worker's queue,
-/// behind those already in it and the next task spawned or woken from outside the workers;
-/// the worker takes that task with a batch of the others waiting outside, which queue
-/// behind this one. On a current-thread runtime it is held back until the queue is empty
-/// (or the runtime has run its most tasks between two looks at `block_on`'s future), behind
-/// every task queued meanwhile and the future in `block_on` if it was woken; tasks held
-/// back together run again last first, as on tokio.
+/// again. On a multi-threaded runtime the task goes to the back of its worker's queue, behind
+/// those already in it and the next task spawned or woken from outside the workers. On a
+/// current-thread runtime it is held back until the queue is empty (or the runtime has run
+/// its most tasks between two looks at `block_on`'s future), behind every task queued
+/// meanwhile and the future in `block_on` if it was woken; tasks held back together run
+/// again last first, as on tokio.
 ///
 /// # Examples
 ///
