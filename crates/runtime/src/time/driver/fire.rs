@@ -386,20 +386,9 @@ mod tests {
 
     use super::*;
     use crate::loom::Arc;
-    use crate::time::clock::Clock;
+    use crate::time::driver::tests::driver_with;
     use crate::time::driver_ref::DriverRef;
     use crate::time::entry::TimerEntry;
-    use crate::time::park::DriverParker;
-
-    /// A driver with 1 ms ticks on the system's clock (or one paused at first), its parker
-    /// dropped.
-    fn driver_on(paused: bool) -> Arc<Driver> {
-        let origin = std::time::Instant::now();
-        let tick = Duration::from_millis(1);
-        let (_parker, unparker) = DriverParker::new(tick).expect("a poll");
-        let clock = Clock::new(origin, tick, paused);
-        Driver::new(clock, origin, tick, unparker, 1, 1, true)
-    }
 
     /// A timer of `driver`'s at `deadline`, registered.
     fn registered(driver: &Arc<Driver>, deadline: Instant) -> Pin<Box<TimerEntry>> {
@@ -470,7 +459,7 @@ mod tests {
 
     #[test]
     fn an_estimate_of_long_turns_falls_only_over_several_readings() {
-        let driver = driver_on(false);
+        let driver = driver_with(1, false);
         let _far = registered(&driver, Instant::now() + Duration::from_secs(10));
         let mut pace = ClockPace {
             per_turn: nanos(Duration::from_secs(3_600)),
@@ -491,7 +480,7 @@ mod tests {
 
     #[test]
     fn a_timer_due_while_turns_are_skipped_fires_within_the_cap_and_never_early() {
-        let driver = driver_on(false);
+        let driver = driver_with(1, false);
         let deadline = Instant::now() + Duration::from_millis(3);
         let timer = registered(&driver, deadline);
         let mut pace = ClockPace::default();
@@ -519,7 +508,7 @@ mod tests {
 
     #[test]
     fn an_earlier_deadline_ends_the_skip_and_fires_by_its_own_tick() {
-        let driver = driver_on(false);
+        let driver = driver_with(1, false);
         let far = Instant::now() + Duration::from_secs(10);
         let _late = registered(&driver, far);
         let mut pace = ClockPace::default();
@@ -557,7 +546,7 @@ mod tests {
 
     #[test]
     fn a_clock_once_paused_is_read_at_every_turn() {
-        let driver = driver_on(true);
+        let driver = driver_with(1, true);
         driver.clock.resume().expect("paused");
         let _far = registered(&driver, Instant::now() + Duration::from_secs(10));
         let mut pace = ClockPace::default();
@@ -569,7 +558,7 @@ mod tests {
 
     #[test]
     fn nothing_pending_forgets_the_reading_and_keeps_the_estimate() {
-        let driver = driver_on(false);
+        let driver = driver_with(1, false);
         let turn = Duration::from_micros(1);
         let mut pace = paced(Instant::now(), turn, 3, turn);
         pace.skip = 5;

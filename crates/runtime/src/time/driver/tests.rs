@@ -12,10 +12,16 @@ use crate::time::park::DriverParker;
 
 /// A driver of `shards` shards with 1 ms ticks on a paused clock, its parker dropped.
 pub(crate) fn paused_driver(shards: usize) -> Arc<Driver> {
+    driver_with(shards, true)
+}
+
+/// A driver of `shards` shards with 1 ms ticks on a clock paused at first or running, its
+/// parker dropped.
+pub(crate) fn driver_with(shards: usize, paused: bool) -> Arc<Driver> {
     let origin = std::time::Instant::now();
     let tick = Duration::from_millis(1);
     let (_parker, unparker) = DriverParker::new(tick).expect("a poll");
-    let clock = Clock::new(origin, tick, true);
+    let clock = Clock::new(origin, tick, paused);
     Driver::new(clock, origin, tick, unparker, shards, shards, true)
 }
 
