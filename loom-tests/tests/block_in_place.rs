@@ -15,10 +15,11 @@
 //! runs would take four times over, so it is bounded at two whatever `LOOM_MAX_PREEMPTIONS`
 //! says.
 //!
-//! Two more, bounded the same way: on a paused clock, the hand-off forced through, after which
-//! the old thread counts itself idle as it leaves the worker's loop, or the clock never jumps;
-//! and the runtime dropped while a closure returns, whose worker, taken back, the shutdown
-//! waits for before it stops the timers.
+//! Three more, bounded the same way: on a paused clock, the hand-off forced through, after
+//! which the old thread counts itself idle as it leaves the worker's loop, or the clock never
+//! jumps; the hand-off forced through while the worker holds back a task that yielded, which
+//! must travel with it; and the runtime dropped while a closure returns, whose worker, taken
+//! back, the shutdown waits for before it stops the timers.
 #![cfg(loom)]
 
 use escapement::Runtime;
@@ -72,6 +73,35 @@ fn a_thread_that_handed_its_worker_off_counts_itself_idle_as_it_leaves() {
                 escapement::task::block_in_place(|| wait.recv().unwrap());
                 escapement::time::sleep(std::time::Duration::from_millis(1)).await;
                 queued.await.unwrap();
+            })
+            .await
+            .unwrap();
+        });
+        drop(runtime);
+    });
+}
+
+/// The hand-off forced through while the worker holds back a task that yielded, out of its
+/// queue: the closure waits for that task's next poll, which only the new thread can run. The
+/// held task must travel in the queue, or it stays behind on the old thread, blocked in the
+/// closure, and the new thread parks with nothing to run (loom reports the deadlock).
+#[test]
+fn a_task_held_back_after_a_yield_travels_with_the_worker() {
+    check_one_worker(1, false, |runtime| {
+        runtime.block_on(async {
+            escapement::spawn(async {
+                let (ran, wait) = mpsc::channel();
+                // Queued ahead of the task below: it yields, and is held back, before the
+                // hand-off.
+                drop(escapement::spawn(async move {
+                    escapement::task::yield_now().await;
+                    ran.send(()).unwrap();
+                }));
+                escapement::spawn(async move {
+                    escapement::task::block_in_place(|| wait.recv().unwrap());
+                })
+                .await
+                .unwrap();
             })
             .await
             .unwrap();

@@ -1,7 +1,8 @@
 //! Model 8d: the whole runtime, with one worker thread, under loom: `block_on` spawns a task
 //! and awaits it, then the runtime shuts down. This runs the real scheduler: the injector,
 //! the worker's loop, its park on the timer driver, the task state machine, the join waker,
-//! and shutdown's handshake with the worker. Also a `JoinSet` awaited in `block_on`, and, with
+//! and shutdown's handshake with the worker. Also a task that yields, which the worker holds
+//! back and must not park on, a `JoinSet` awaited in `block_on`, and, with
 //! two workers, a task queued locally by a worker whose thread then blocks, which the other
 //! worker must be woken to steal.
 #![cfg(loom)]
@@ -14,6 +15,28 @@ fn block_on_a_spawned_task_then_shut_down() {
             .build()
             .unwrap();
         let answer = runtime.block_on(async { escapement::spawn(async { 6 * 7 }).await });
+        assert_eq!(answer.unwrap(), 42);
+        drop(runtime);
+    });
+}
+
+/// A task that yields on the only worker is held back, in no queue. With nothing else to run,
+/// the worker must queue it again rather than park: otherwise nothing runs it, and `block_on`,
+/// awaiting it, waits with the parked worker (loom reports the deadlock).
+#[test]
+fn a_task_that_yields_on_the_only_worker_runs_again() {
+    loom::model(|| {
+        let runtime = escapement::Builder::new()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        let answer = runtime.block_on(async {
+            escapement::spawn(async {
+                escapement::task::yield_now().await;
+                6 * 7
+            })
+            .await
+        });
         assert_eq!(answer.unwrap(), 42);
         drop(runtime);
     });

@@ -1,14 +1,14 @@
-//! `task::block_in_place`: on a worker it hands the worker (its queued tasks, and for worker 0
-//! the timers) to another thread while the closure blocks, even on a runtime of one worker;
-//! the closure can borrow from the task and wait for a future with `Handle::block_on`; the
-//! rest of the poll stays on the calling thread; a panic is the task's; a paused clock holds
-//! still meanwhile; shutdown waits for the closure. The worker goes to a blocking thread, an
-//! idle one when there is one, and neither waits for nor takes the place of `spawn_blocking`
-//! closures under `max_blocking_threads`. A closure that returns before that thread has
-//! taken the worker takes it back, and leaves the runtime's counts as it found them.
-//! Anywhere else it just calls the closure, which in `block_on` may block on a future again.
-//! Either way the closure runs without the task's cooperative budget, and a runtime dropped
-//! in it waits for its blocking closures.
+//! `task::block_in_place`: on a worker it hands the worker (its queued tasks, those held back
+//! after a yield, and for worker 0 the timers) to another thread while the closure blocks,
+//! even on a runtime of one worker; the closure can borrow from the task and wait for a future
+//! with `Handle::block_on`; the rest of the poll stays on the calling thread; a panic is the
+//! task's; a paused clock holds still meanwhile; shutdown waits for the closure. The worker
+//! goes to a blocking thread, an idle one when there is one, and neither waits for nor takes
+//! the place of `spawn_blocking` closures under `max_blocking_threads`. A closure that
+//! returns before that thread has taken the worker takes it back, and leaves the runtime's
+//! counts as it found them. Anywhere else it just calls the closure, which in `block_on` may
+//! block on a future again. Either way the closure runs without the task's cooperative
+//! budget, and a runtime dropped in it waits for its blocking closures.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -66,6 +66,31 @@ fn a_task_queued_on_the_worker_runs_while_the_closure_blocks() {
             let received = block_in_place(|| rx.recv_timeout(PATIENCE));
             sender.await.unwrap();
             received
+        })
+        .await
+        .unwrap()
+    });
+    assert_eq!(received, Ok(7));
+}
+
+/// A task that yielded is held back on the worker's thread, in no queue; it must travel with
+/// the worker, or nothing runs it while the closure blocks the thread that held it.
+#[test]
+fn a_task_held_back_after_a_yield_moves_with_the_worker() {
+    let rt = one_worker();
+    let received = rt.block_on(async {
+        escapement::spawn(async {
+            let (tx, rx) = mpsc::channel();
+            // Queued first on this worker's own queue: it runs and yields before the closure
+            // starts, and its second poll sends. (Not awaited: a held task left behind would
+            // never finish.)
+            drop(escapement::spawn(async move {
+                escapement::task::yield_now().await;
+                tx.send(7).unwrap();
+            }));
+            escapement::spawn(async move { block_in_place(|| rx.recv_timeout(PATIENCE)) })
+                .await
+                .unwrap()
         })
         .await
         .unwrap()

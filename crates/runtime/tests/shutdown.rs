@@ -1,5 +1,6 @@
 //! Shutting a runtime down: dropping it cancels every task (their futures are dropped, their
-//! join handles report cancellation, nothing they held leaks), wakes the sleeps held outside
+//! join handles report cancellation, nothing they held leaks; tasks that keep yielding too,
+//! held back by their worker or queued again), wakes the sleeps held outside
 //! its tasks, and refuses later spawns; a `Sleep` polled after its runtime shut down panics (as
 //! `Sleep`'s docs say) unless it had already fired or its deadline has passed, and so do a
 //! `Timeout` and an `Interval` waiting on one; `shutdown_timeout` returns after about
@@ -61,6 +62,38 @@ fn dropping_the_runtime_cancels_waiting_tasks_and_drops_their_futures() {
         );
         for task in tasks {
             assert!(task.is_finished());
+            let error = futures::executor::block_on(task).expect_err("cancelled");
+            assert!(error.is_cancelled());
+        }
+    }
+}
+
+/// Tasks that yield without end, each held back by its worker after every turn, or queued
+/// again: the shutdown cancels them wherever they are.
+#[test]
+fn dropping_the_runtime_cancels_tasks_that_keep_yielding() {
+    const YIELDING: usize = 8;
+    for workers in [1, 2] {
+        let rt = running(workers);
+        let (drops, turns) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let tasks: Vec<_> = (0..YIELDING)
+            .map(|_| {
+                let (counter, turns) = (DropCounter(drops.clone()), turns.clone());
+                rt.spawn(async move {
+                    let _counter = counter;
+                    loop {
+                        turns.fetch_add(1, Ordering::SeqCst);
+                        escapement::task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        support::wait_until("every task has yielded", || {
+            turns.load(Ordering::SeqCst) > 2 * YIELDING
+        });
+        drop(rt);
+        assert_eq!(drops.load(Ordering::SeqCst), YIELDING, "{workers} workers");
+        for task in tasks {
             let error = futures::executor::block_on(task).expect_err("cancelled");
             assert!(error.is_cancelled());
         }

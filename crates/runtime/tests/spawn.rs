@@ -3,12 +3,13 @@
 //! on 1 and 4 workers, and thousands live at once leaving the count of live tasks as they
 //! complete; `Handle::current`, `Handle::try_current` and `Handle::enter` (nested
 //! guards restore the previous runtime, guards dropped out of order panic, or restore nothing
-//! when a panic drops them); `task::yield_now`
-//! letting other tasks run, a task spawned from outside and a current-thread runtime's
-//! `block_on` future before the yielding task's next turn; the names of worker and blocking threads; builder chains written
-//! for tokio (`new_multi_thread`, `enable_all`, `enable_io`, `enable_time`,
-//! `event_interval`, `shutdown_background`; `new_current_thread`, `name` and `Handle::name`);
-//! `global_queue_interval`.
+//! when a panic drops them); `task::yield_now` letting other tasks run, a task spawned from
+//! outside and a current-thread runtime's `block_on` future before the yielding task's next
+//! turn, every task queued from outside meanwhile on a multi-threaded runtime, and the
+//! yielding task still getting turns beside tasks that keep the queue full; the names of
+//! worker and blocking threads; builder chains written for tokio (`new_multi_thread`,
+//! `enable_all`, `enable_io`, `enable_time`, `event_interval`, `shutdown_background`;
+//! `new_current_thread`, `name` and `Handle::name`); `global_queue_interval`.
 
 mod support;
 
@@ -351,8 +352,94 @@ fn a_yielding_task_lets_a_task_spawned_from_outside_go_first() {
     stop.store(true, Ordering::SeqCst);
 }
 
+/// On a multi-threaded runtime a task that yields is held back until its worker has run
+/// everything else that is ready, as on tokio: the tasks queued from outside while it held the
+/// only worker all run before its next turn, not one between each two of its turns.
+#[test]
+fn a_yielding_task_runs_again_only_after_the_tasks_queued_from_outside() {
+    const OUTSIDE: usize = 10;
+    let rt = running(1);
+    let (turns, stop) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (open, gate) = std::sync::mpsc::channel::<()>();
+    let hog = {
+        let (turns, stop) = (turns.clone(), stop.clone());
+        rt.spawn(async move {
+            // Its first turn holds the worker until the test has queued the others.
+            gate.recv().unwrap();
+            yielding_hog(turns, stop).await;
+        })
+    };
+    let (ran, runs) = std::sync::mpsc::channel();
+    for _ in 0..OUTSIDE {
+        let (ran, turns) = (ran.clone(), turns.clone());
+        drop(rt.spawn(async move { ran.send(turns.load(Ordering::SeqCst)).unwrap() }));
+    }
+    open.send(()).unwrap();
+    let seen: Vec<usize> = (0..OUTSIDE)
+        .map(|_| {
+            runs.recv_timeout(std::time::Duration::from_secs(10))
+                .expect("the task from outside runs")
+        })
+        .collect();
+    stop.store(true, Ordering::SeqCst);
+    rt.block_on(hog).unwrap();
+    let (first, last) = (seen.iter().min().unwrap(), seen.iter().max().unwrap());
+    // One turn between them at most: the worker's periodic look at what it holds back may
+    // come in the middle.
+    assert!(
+        last - first <= 1,
+        "the yielding task took turns {first} to {last} among the tasks from outside"
+    );
+}
+
+/// Tasks that keep waking each other keep the worker's queue from ever emptying; a task held
+/// back after a yield still gets its turns, as the worker queues it again every
+/// `global_queue_interval` turns.
+#[test]
+fn a_yielding_task_gets_turns_beside_tasks_that_keep_waking_each_other() {
+    use futures::channel::mpsc::unbounded;
+    use futures::StreamExt;
+
+    let rt = running(1);
+    let stop = Arc::new(AtomicBool::new(false));
+    let (to_pong, mut pongs) = unbounded::<()>();
+    let (to_ping, mut pings) = unbounded::<()>();
+    let ping = {
+        let stop = stop.clone();
+        rt.spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                to_pong.unbounded_send(()).unwrap();
+                pings.next().await.unwrap();
+            }
+        })
+    };
+    let pong = rt.spawn(async move {
+        while pongs.next().await.is_some() {
+            // Gone once the ping task has stopped.
+            let _ = to_ping.unbounded_send(());
+        }
+    });
+    let (done, finished) = std::sync::mpsc::channel();
+    drop(rt.spawn(async move {
+        for _ in 0..10 {
+            task::yield_now().await;
+        }
+        done.send(()).unwrap();
+    }));
+    let yielded = finished.recv_timeout(std::time::Duration::from_secs(20));
+    stop.store(true, Ordering::SeqCst);
+    assert!(yielded.is_ok(), "the yielding task never finished");
+    rt.block_on(async move {
+        ping.await.unwrap();
+        pong.await.unwrap();
+    });
+}
+
 /// Tasks from the injector that each yield do not keep a task of the local queue waiting:
-/// the turn after one of them yields goes to the local queue.
+/// each is held back after its yield, and the local queue goes next.
 #[test]
 fn tasks_from_outside_that_yield_leave_the_local_queue_its_turns() {
     const OUTSIDE: usize = 2_000;

@@ -2,14 +2,26 @@
 //!
 //! Each turn a worker runs one task: from its own queue, from the injector (first, every
 //! `global_queue_interval` turns, 61 unless the builder says otherwise and 31 on a
-//! current-thread runtime, and the turn after a task yielded, so outside work is not
-//! starved), or stolen from another worker. A current-thread runtime's worker holds a task
-//! that yielded back until its batch of turns ends (its queue is empty, or it ran its most
-//! turns), then queues the held tasks again, last first, after `block_on`'s future has had
-//! its turn, if woken: tokio's order, where such wakes are deferred. Worker 0 also fires due
-//! timers at the top of every turn, which costs one relaxed load when no timer is pending,
-//! and otherwise a clock reading every turn, or every few while its turns are short beside
-//! the time left before the next deadline (`time/driver/fire.rs`).
+//! current-thread runtime, so outside work is not starved), or stolen from another worker.
+//!
+//! A task that wakes itself to yield (`yield_now`, or a spent budget) is held back on its
+//! worker's thread, out of every queue and out of the stealers' reach, as tokio defers such
+//! wakes, so that the yield lets everything else that is ready run first. The worker queues
+//! the held tasks again, last first:
+//! - when it has nothing else to run: its queue and the injector are empty (before it would
+//!   steal, and so before it would park);
+//! - every `global_queue_interval` turns, behind its queue, at the turn that looks at the
+//!   injector first, so tasks that keep each other queued cannot starve them;
+//! - when `block_in_place` hands the worker to another thread, into the queue that travels;
+//! - on a current-thread runtime, when its batch of turns ends (its queue is empty, or it ran
+//!   its most turns), after `block_on`'s future has had its turn, if woken.
+//!
+//! At shutdown they are dropped with the queue, and the tasks cancelled. A held task is still
+//! notified, so a wake from elsewhere meanwhile does not move it forward.
+//!
+//! Worker 0 also fires due timers at the top of every turn, which costs one relaxed load when
+//! no timer is pending, and otherwise a clock reading every turn, or every few while its turns
+//! are short beside the time left before the next deadline (`time/driver/fire.rs`).
 //! With nothing to run, a worker sleeps by the protocol of `idle.rs`: worker 0 on the timer
 //! driver's poll, with its next expiry as the timeout, the others on a condvar parker. A
 //! worker runs the builder's park callback before it parks and its unpark callback after.
@@ -29,9 +41,9 @@
 //! thread, which runs the same worker's loop, so the tasks queued here and, for worker 0, the
 //! timers go on while the closure blocks this one. The steps, all on the old thread:
 //!
-//! 1. Take the core out of `LOCAL`; count the new thread among the live workers (shutdown
-//!    waits for it) and among the driver's active threads (a paused clock does not jump
-//!    while it starts).
+//! 1. Take the core out of `LOCAL`, with the held tasks queued in it; count the new thread
+//!    among the live workers (shutdown waits for it) and among the driver's active threads
+//!    (a paused clock does not jump while it starts).
 //! 2. Give the core to a thread of the blocking pool, which runs the loop: an idle one, or
 //!    a new one whatever the pool's cap (`spawn_now`), so a worker never waits behind
 //!    blocking closures. If the pool is shut down or the system refuses a new thread, put
@@ -136,8 +148,8 @@ struct WorkerLocal {
     /// current-thread runtime's `block_on` in the closure of another runtime's
     /// `block_in_place` (boxed, as that is rare).
     outer: Option<Box<WorkerLocal>>,
-    /// A current-thread runtime's tasks that yielded in the current batch, in the order they
-    /// did: held back until the batch ends (`Worker::run_batch`).
+    /// The tasks that yielded since the worker last queued them again, in the order they
+    /// did (the module's note says when it does).
     yielded: RefCell<Vec<Task>>,
     /// Since when the worker has been busy on this thread (it unparked, started, or came
     /// here), while it is; `None` if the runtime counts no metrics. Kept with the worker's
@@ -162,10 +174,10 @@ pub(crate) struct Worker {
     /// Turns until the next one that looks at the injector first, counted down (cheaper
     /// than dividing the turn by the runtime's interval).
     injector_countdown: u32,
-    /// Whether the task of this turn came from the injector ahead of the local queue: if it
-    /// yields, the local queue goes next, so tasks that yield from the injector cannot keep
-    /// the local ones waiting.
-    from_injector: bool,
+    /// Whether a task yielded since the worker last queued the tasks it held back
+    /// (`WorkerLocal::yielded`): the list may hold some. Kept here, so that a turn with
+    /// nothing held looks at no thread-local for them.
+    holding: bool,
     /// State of a xorshift generator, to pick whom to steal from first.
     rng: u32,
     /// Worker 0's: when it reads the clock next to fire due timers.
@@ -195,13 +207,11 @@ pub(crate) fn push_local(shared: &Shared, task: Task) -> Result<(), Task> {
     }
 }
 
-/// Holds back a task of a current-thread runtime that woke itself to yield, if this thread
-/// runs that runtime's worker, until the batch of turns ends; gives the task back otherwise
-/// (a multi-threaded runtime's, which queues it at once).
+/// Holds back a task that woke itself to yield, if this thread runs a worker of its
+/// runtime, until the worker queues it again (the module's note says when); gives the task
+/// back otherwise (a thread whose worker went to another in `block_in_place`), to be
+/// scheduled at once.
 pub(crate) fn defer_yielded(shared: &Shared, task: Task) -> Result<(), Task> {
-    if shared.core_slot.is_none() {
-        return Err(task);
-    }
     let mut task = Some(task);
     let _ = LOCAL.try_with(|local| match &*local.borrow() {
         Some(WorkerLocal {
@@ -329,8 +339,14 @@ pub(crate) fn hand_off() -> Option<InClosure> {
     let (core, handle, index, busy) = LOCAL.with(|local| {
         let mut local = local.borrow_mut();
         let local = local.as_mut().expect("a polling worker is in LOCAL");
+        let queue = local.queue.take().expect("a polling worker has its queue");
+        // The tasks held back since they yielded travel in the queue: no other thread
+        // would run them while the closure blocks this one.
+        while let Some(task) = local.yielded.get_mut().pop() {
+            queue.push(task);
+        }
         let core = Core {
-            queue: local.queue.take().expect("a polling worker has its queue"),
+            queue,
             park: local.park.take().expect("a polling worker has its park"),
         };
         let busy = local.busy_since.take().map(|since| since.elapsed());
@@ -546,7 +562,7 @@ impl Worker {
     pub(crate) fn new(handle: Handle, index: usize) -> Worker {
         Worker {
             injector_countdown: handle.shared.global_queue_interval,
-            from_injector: false,
+            holding: false,
             handle,
             index,
             searching: false,
@@ -592,8 +608,19 @@ impl Worker {
             } else if self.turn % OVERDUE_CHECK_INTERVAL == 0 {
                 driver.try_process_overdue();
             }
-            if let Some(task) = self.next_task().or_else(|| self.steal()) {
-                if self.run_task(task).0 == Role::HandedOff {
+            if self.holding && self.injector_countdown == 1 {
+                // The turn that looks at the injector first: the held tasks go to the back
+                // of the queue, so tasks that keep each other queued cannot starve them.
+                self.release_yielded();
+            }
+            let mut task = self.next_task();
+            if task.is_none() && self.holding {
+                // Nothing else to run here: the held tasks' turn, before any stealing.
+                self.release_yielded();
+                task = Self::with_queue(Local::pop);
+            }
+            if let Some(task) = task.or_else(|| self.steal()) {
+                if self.run_task(task) == Role::HandedOff {
                     // Active until now, as the closure ran here (step 5).
                     driver.deactivate();
                     break;
@@ -621,29 +648,42 @@ impl Worker {
             let Some(task) = self.next_task() else {
                 break;
             };
-            let (role, _) = self.run_task(task);
+            let role = self.run_task(task);
             assert!(
                 role != Role::HandedOff,
                 "block_in_place handed a current-thread runtime's worker off"
             );
             ran = true;
         }
-        // The tasks that yielded go back last first, as tokio wakes what it deferred; the
-        // caller's future, if woken, goes before them.
-        LOCAL.with(|local| {
-            if let Some(WorkerLocal {
+        // The caller's future, if woken, goes before the tasks that yielded.
+        self.release_yielded();
+        ran
+    }
+
+    /// Queues the tasks held back since they yielded, at the back of the local queue, last
+    /// first, as tokio wakes what it deferred. More than one may keep another worker busy:
+    /// one is woken if any sleeps, as for tasks scheduled at once.
+    fn release_yielded(&mut self) {
+        self.holding = false;
+        let released = LOCAL.with(|local| match &*local.borrow() {
+            Some(WorkerLocal {
                 queue: Some(queue),
                 yielded,
                 ..
-            }) = &*local.borrow()
-            {
+            }) => {
                 let mut yielded = yielded.borrow_mut();
+                let released = yielded.len();
                 while let Some(task) = yielded.pop() {
                     queue.push(task);
                 }
+                released
             }
+            _ => 0,
         });
-        ran
+        let shared = &self.handle.shared;
+        if released > 1 && shared.remotes.len() > 1 {
+            shared.notify_parked();
+        }
     }
 
     /// Leaves the idle protocol's searching state, as a worker that found a task does. A
@@ -659,20 +699,16 @@ impl Worker {
         }
     }
 
-    /// Runs `task`; returns `HandedOff` if its poll handed the worker to another thread, and
-    /// whether the task yielded (on a multi-threaded runtime it then runs again after the
-    /// next task from the injector, unless it came from there itself; a current-thread
-    /// runtime holds it back instead, `defer_yielded`).
-    fn run_task(&mut self, task: Task) -> (Role, bool) {
+    /// Runs `task`; returns `HandedOff` if its poll handed the worker to another thread.
+    /// A task that woke itself to yield is held back (`defer_yielded`), which the worker
+    /// notes.
+    fn run_task(&mut self, task: Task) -> Role {
         self.end_search();
         ROLE.with(|role| role.set(Role::Polling));
         coop::take_yield();
         task.run();
-        let yielded = coop::take_yield();
-        if yielded && !self.from_injector && self.handle.shared.core_slot.is_none() {
-            self.injector_countdown = 1;
-        }
-        (ROLE.with(|role| role.replace(Role::Other)), yielded)
+        self.holding |= coop::take_yield();
+        ROLE.with(|role| role.replace(Role::Other))
     }
 
     fn with_queue<R>(f: impl FnOnce(&Local<Task>) -> R) -> R {
@@ -713,11 +749,9 @@ impl Worker {
         if self.injector_countdown == 0 {
             self.injector_countdown = shared.global_queue_interval;
             if let Some(task) = steal_retrying(|| shared.injector.steal()) {
-                self.from_injector = true;
                 return Some(task);
             }
         }
-        self.from_injector = false;
         Self::with_queue(|queue| {
             queue
                 .pop()

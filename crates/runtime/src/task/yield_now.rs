@@ -7,12 +7,14 @@ use std::task::{Context, Poll};
 use super::coop;
 
 /// Yields to the scheduler once, so that other ready tasks run before this one is polled
-/// again. On a multi-threaded runtime the task goes to the back of its worker's queue, behind
-/// those already in it and the next task spawned or woken from outside the workers. On a
-/// current-thread runtime it is held back until the queue is empty (or the runtime has run
-/// its most tasks between two looks at `block_on`'s future), behind every task queued
-/// meanwhile and the future in `block_on` if it was woken; tasks held back together run
-/// again last first, as on tokio.
+/// again. As on tokio, the worker holds the task back until it has nothing else to run: its
+/// queue is empty and so are the runtime's queue of tasks spawned or woken from outside the
+/// workers (on a current-thread runtime, until `block_on`'s future has had its turn too, if
+/// it was woken). Tasks held back together run again last first. So that other tasks cannot
+/// keep it waiting for ever, the worker also queues it again, behind the tasks already
+/// queued, once every [`global_queue_interval`](crate::Builder::global_queue_interval)
+/// turns (on a current-thread runtime, once the runtime has run its most tasks between two
+/// looks at `block_on`'s future). A held task is not stolen by another worker.
 ///
 /// # Examples
 ///
