@@ -2,9 +2,10 @@
 //! and awaits it, then the runtime shuts down. This runs the real scheduler: the injector,
 //! the worker's loop, its park on the timer driver, the task state machine, the join waker,
 //! and shutdown's handshake with the worker. Also a task that yields, which the worker holds
-//! back and must not park on, a `JoinSet` awaited in `block_on`, and, with
-//! two workers, a task queued locally by a worker whose thread then blocks, which the other
-//! worker must be woken to steal.
+//! back and must not park on, a `JoinSet` awaited in `block_on`, and, with two workers, a
+//! task queued locally by a worker whose thread then blocks, which the other worker must be
+//! woken to steal, and a task held back after a yield by a worker that then blocks, which the
+//! other must take.
 #![cfg(loom)]
 
 #[test]
@@ -92,6 +93,44 @@ fn a_task_spawned_by_a_blocked_worker_is_stolen_by_the_other() {
                 while !*done {
                     done = ran.1.wait(done).unwrap();
                 }
+            })
+            .await
+            .unwrap();
+        });
+        drop(runtime);
+    });
+}
+
+/// Two workers: a task spawns another that blocks its worker's thread until the first has run
+/// again, then yields. The second may go to the other worker; if it stays, the first is held
+/// back on its worker, which then blocks in the second's poll, and the other worker must take
+/// the held task: it looks at held tasks when it finds nothing else, and, going to sleep,
+/// counts them when it looks again (`has_work`). Otherwise nothing runs it (loom reports the
+/// deadlock). Bounded at one preemption, as the model above.
+#[test]
+fn a_task_held_back_by_a_blocked_worker_is_taken_by_the_other() {
+    use loom::sync::{Arc, Condvar, Mutex};
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(1);
+    model.check(|| {
+        let runtime = escapement::Builder::new()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        let ran = Arc::new((Mutex::new(false), Condvar::new()));
+        runtime.block_on(async move {
+            escapement::spawn(async move {
+                let waiting = ran.clone();
+                let blocking = escapement::spawn(async move {
+                    let mut done = waiting.0.lock().unwrap();
+                    while !*done {
+                        done = waiting.1.wait(done).unwrap();
+                    }
+                });
+                escapement::task::yield_now().await;
+                *ran.0.lock().unwrap() = true;
+                ran.1.notify_one();
+                blocking.await.unwrap();
             })
             .await
             .unwrap();

@@ -5,8 +5,9 @@
 //! guards restore the previous runtime, guards dropped out of order panic, or restore nothing
 //! when a panic drops them); `task::yield_now` letting other tasks run, a task spawned from
 //! outside and a current-thread runtime's `block_on` future before the yielding task's next
-//! turn, every task queued from outside meanwhile on a multi-threaded runtime, and the
-//! yielding task still getting turns beside tasks that keep the queue full; the names of
+//! turn, every task queued from outside meanwhile on a multi-threaded runtime, the yielding
+//! task still getting turns beside tasks that keep the queue full, and taken by an idle
+//! worker while its own blocks in a poll; the names of
 //! worker and blocking threads; builder chains written for tokio (`new_multi_thread`,
 //! `enable_all`, `enable_io`, `enable_time`, `event_interval`, `shutdown_background`;
 //! `new_current_thread`, `name` and `Handle::name`); `global_queue_interval`.
@@ -393,6 +394,34 @@ fn a_yielding_task_runs_again_only_after_the_tasks_queued_from_outside() {
         last - first <= 1,
         "the yielding task took turns {first} to {last} among the tasks from outside"
     );
+}
+
+/// A task held back after its yield is taken by an idle worker while its own worker blocks in
+/// a long poll: here that poll waits for the held task, which would otherwise never run.
+#[test]
+fn a_task_held_back_after_a_yield_is_taken_by_an_idle_worker_while_its_own_blocks() {
+    let rt = running(2);
+    rt.block_on(async {
+        escapement::spawn(async {
+            for _ in 0..10 {
+                let (tx, rx) = std::sync::mpsc::channel::<()>();
+                // Queued on this worker: once this task yields, it runs here and blocks the
+                // worker until the send below.
+                let blocking = escapement::spawn(async move {
+                    rx.recv_timeout(std::time::Duration::from_secs(10))
+                });
+                task::yield_now().await;
+                tx.send(()).unwrap();
+                assert_eq!(
+                    blocking.await.unwrap(),
+                    Ok(()),
+                    "the held task waited for the blocked poll"
+                );
+            }
+        })
+        .await
+        .unwrap();
+    });
 }
 
 /// Tasks that keep waking each other keep the worker's queue from ever emptying; a task held

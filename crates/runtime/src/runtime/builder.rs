@@ -506,11 +506,11 @@ impl Builder {
             self.metrics,
         );
 
-        let mut queues = Vec::with_capacity(workers);
-        let mut parks = Vec::with_capacity(workers);
+        let mut cores = Vec::with_capacity(workers);
         let mut remotes = Vec::with_capacity(workers);
         for index in 0..workers {
             let queue = Local::new_fifo();
+            let held = Local::new_lifo();
             let (park, unparker) = if index == 0 {
                 (
                     Park::Driver(driver_parker.take().expect("one driver parker")),
@@ -523,16 +523,15 @@ impl Builder {
             };
             remotes.push(Remote {
                 stealer: queue.stealer(),
+                held: held.stealer(),
                 unparker,
             });
-            queues.push(queue);
-            parks.push(park);
+            cores.push(Core { queue, held, park });
         }
         // A current-thread runtime's one worker waits in a slot for a `block_on` to run it
         // (`scheduler/current.rs`); the other flavor starts a thread per worker.
         let core_slot = if self.current_thread {
-            let (queue, park) = queues.pop().zip(parks.pop()).expect("one worker");
-            Some(CoreSlot::new(Core { queue, park }))
+            Some(CoreSlot::new(cores.pop().expect("one worker")))
         } else {
             None
         };
@@ -553,7 +552,7 @@ impl Builder {
             )),
         };
         let mut threads = Vec::with_capacity(workers);
-        for (index, (queue, park)) in queues.into_iter().zip(parks).enumerate() {
+        for (index, core) in cores.into_iter().enumerate() {
             let worker = Worker::new(handle.clone(), index);
             let hooks = self.hooks.clone();
             let current = handle.clone();
@@ -566,7 +565,7 @@ impl Builder {
                 // timeout covers both, and a runtime dropped in either does not wait for
                 // this thread.
                 let _live = LiveWorker::enter(current.shared.clone());
-                hooks.run(|| worker.run_counted(Core { queue, park }));
+                hooks.run(|| worker.run_counted(core));
             });
             match spawned {
                 Ok(thread) => threads.push(thread),

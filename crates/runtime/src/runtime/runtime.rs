@@ -183,7 +183,7 @@ impl Runtime {
         // A current-thread runtime's worker left in its slot leaves here, as a worker thread
         // does at shutdown: what its queue holds is dropped.
         if let Some(core) = shared.core_slot.as_ref().and_then(|slot| slot.take()) {
-            while core.queue.pop().is_some() {}
+            core.clear();
         }
         {
             // Inside the runtime's context, so what a task's future does as it is dropped

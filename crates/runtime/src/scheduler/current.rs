@@ -267,7 +267,7 @@ impl Drop for Release<'_> {
         if !self.slot.put_back_unless_shutdown(shared, &mut core) {
             // As a worker leaving at shutdown (`worker.rs`, `Exit`).
             if let Some(core) = core {
-                while core.queue.pop().is_some() {}
+                core.clear();
             }
             shared.owned.close_and_shutdown_all();
             shared.worker_exited();

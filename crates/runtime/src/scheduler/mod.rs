@@ -61,6 +61,9 @@ pub(crate) struct Shared {
 /// What other threads need to reach one worker.
 pub(crate) struct Remote {
     pub(crate) stealer: Stealer<Notified<Handle>>,
+    /// The tasks it holds back after they yielded, which others take only when they find
+    /// nothing else (`worker.rs`).
+    pub(crate) held: Stealer<Notified<Handle>>,
     /// `None` for worker 0, which sleeps on the timer driver.
     pub(crate) unparker: Option<Unparker>,
 }
@@ -104,9 +107,13 @@ impl Shared {
         self.shutdown.load(Ordering::SeqCst)
     }
 
-    /// Whether any queue holds a task.
+    /// Whether any queue holds a task, the tasks held back after a yield included.
     pub(crate) fn has_work(&self) -> bool {
-        !self.injector.is_empty() || self.remotes.iter().any(|r| !r.stealer.is_empty())
+        !self.injector.is_empty()
+            || self
+                .remotes
+                .iter()
+                .any(|r| !r.stealer.is_empty() || !r.held.is_empty())
     }
 
     /// Wakes a sleeping worker if one should come and take new work.

@@ -1,8 +1,9 @@
 //! Run queues: `crossbeam-deque`'s lock-free work-stealing deques, or under loom a mutex
 //! around a `VecDeque` with the same API.
 //!
-//! Each worker owns a FIFO [`Local`] queue that others steal from through [`Stealer`]s; tasks
-//! scheduled from outside the workers go to the shared [`Injector`]. `crossbeam-deque` is a
+//! Each worker owns a FIFO [`Local`] queue that others steal from through [`Stealer`]s, and a
+//! LIFO one for the tasks it holds back after they yielded (`worker.rs`); tasks scheduled
+//! from outside the workers go to the shared [`Injector`]. `crossbeam-deque` is a
 //! well-kept crate with its own tests, so the loom models check the scheduler's protocols
 //! over a simpler queue rather than the deque's internals.
 
@@ -69,17 +70,26 @@ mod imp {
         }
     }
 
-    pub(crate) struct Local<T>(Arc<Mutex<VecDeque<T>>>);
+    /// A queue, and whether its owner pops the newest task (stealers take the oldest).
+    pub(crate) struct Local<T>(Arc<Mutex<VecDeque<T>>>, bool);
 
     impl<T> Local<T> {
         pub(crate) fn new_fifo() -> Self {
-            Local(Arc::new(Mutex::new(VecDeque::new())))
+            Local(Arc::new(Mutex::new(VecDeque::new())), false)
+        }
+        pub(crate) fn new_lifo() -> Self {
+            Local(Arc::new(Mutex::new(VecDeque::new())), true)
         }
         pub(crate) fn push(&self, task: T) {
             self.0.lock().push_back(task);
         }
         pub(crate) fn pop(&self) -> Option<T> {
-            self.0.lock().pop_front()
+            let mut queue = self.0.lock();
+            if self.1 {
+                queue.pop_back()
+            } else {
+                queue.pop_front()
+            }
         }
         pub(crate) fn stealer(&self) -> Stealer<T> {
             Stealer(self.0.clone())

@@ -4,20 +4,24 @@
 //! `global_queue_interval` turns, 61 unless the builder says otherwise and 31 on a
 //! current-thread runtime, so outside work is not starved), or stolen from another worker.
 //!
-//! A task that wakes itself to yield (`yield_now`, or a spent budget) is held back on its
-//! worker's thread, out of every queue and out of the stealers' reach, as tokio defers such
-//! wakes, so that the yield lets everything else that is ready run first. The worker queues
-//! the held tasks again, last first:
+//! A task that wakes itself to yield (`yield_now`, or a spent budget) is held back, out of the
+//! run queue, as tokio defers such wakes, so that the yield lets everything else that is ready
+//! run first: its worker puts it on a second queue of its core, `held`. The worker queues the
+//! held tasks again, last first (`held` is LIFO):
 //! - when it has nothing else to run: its queue and the injector are empty (before it would
 //!   steal, and so before it would park);
 //! - every `global_queue_interval` turns, behind its queue, at the turn that looks at the
 //!   injector first, so tasks that keep each other queued cannot starve them;
-//! - when `block_in_place` hands the worker to another thread, into the queue that travels;
 //! - on a current-thread runtime, when its batch of turns ends (its queue is empty, or it ran
 //!   its most turns), after `block_on`'s future has had its turn, if woken.
 //!
-//! At shutdown they are dropped with the queue, and the tasks cancelled. A held task is still
-//! notified, so a wake from elsewhere meanwhile does not move it forward.
+//! Unlike tokio's deferred wakes, held tasks can be stolen, though last: a worker that finds
+//! nothing in the others' queues nor in the injector takes the oldest half of another's
+//! `held`. So a worker blocked in a long poll does not keep them waiting for its length:
+//! `has_work` counts them in the idle protocol's recheck, and the poll that blocks came from
+//! a queue whose push woke a worker, if one slept. `held` travels with the core through
+//! `block_in_place`, and at shutdown its tasks are dropped with the queue's and cancelled. A
+//! held task is still notified, so a wake from elsewhere meanwhile does not move it forward.
 //!
 //! Worker 0 also fires due timers at the top of every turn, which costs one relaxed load when
 //! no timer is pending, and otherwise a clock reading every turn, or every few while its turns
@@ -41,7 +45,7 @@
 //! thread, which runs the same worker's loop, so the tasks queued here and, for worker 0, the
 //! timers go on while the closure blocks this one. The steps, all on the old thread:
 //!
-//! 1. Take the core out of `LOCAL`, with the held tasks queued in it; count the new thread
+//! 1. Take the core out of `LOCAL`, its queue of held tasks with it; count the new thread
 //!    among the live workers (shutdown waits for it) and among the driver's active threads
 //!    (a paused clock does not jump while it starts).
 //! 2. Give the core to a thread of the blocking pool, which runs the loop: an idle one, or
@@ -131,7 +135,19 @@ enum Role {
 /// moves it to another thread.
 pub(crate) struct Core {
     pub(crate) queue: Local<Task>,
+    /// The tasks held back since they yielded: LIFO, so that they go back to `queue` last
+    /// first; others steal the oldest.
+    pub(crate) held: Local<Task>,
     pub(crate) park: Park,
+}
+
+impl Core {
+    /// Drops the tasks queued or held here, as a worker leaving at shutdown does (the owned
+    /// list cancels them).
+    pub(crate) fn clear(&self) {
+        while self.queue.pop().is_some() {}
+        while self.held.pop().is_some() {}
+    }
 }
 
 struct WorkerLocal {
@@ -140,6 +156,8 @@ struct WorkerLocal {
     index: usize,
     /// `None` on a thread that handed its worker to another.
     queue: Option<Local<Task>>,
+    /// `None` with `queue`.
+    held: Option<Local<Task>>,
     /// Taken out while the worker parks; `None` too once handed off.
     park: Option<Park>,
     /// In the closure of `block_in_place`, after handing the core off.
@@ -148,9 +166,6 @@ struct WorkerLocal {
     /// current-thread runtime's `block_on` in the closure of another runtime's
     /// `block_in_place` (boxed, as that is rare).
     outer: Option<Box<WorkerLocal>>,
-    /// The tasks that yielded since the worker last queued them again, in the order they
-    /// did (the module's note says when it does).
-    yielded: RefCell<Vec<Task>>,
     /// Since when the worker has been busy on this thread (it unparked, started, or came
     /// here), while it is; `None` if the runtime counts no metrics. Kept with the worker's
     /// state on its thread, so that the thread that has the core, and only that one, counts
@@ -174,9 +189,9 @@ pub(crate) struct Worker {
     /// Turns until the next one that looks at the injector first, counted down (cheaper
     /// than dividing the turn by the runtime's interval).
     injector_countdown: u32,
-    /// Whether a task yielded since the worker last queued the tasks it held back
-    /// (`WorkerLocal::yielded`): the list may hold some. Kept here, so that a turn with
-    /// nothing held looks at no thread-local for them.
+    /// Whether a task yielded since the worker last queued the tasks it held back: `held`
+    /// may hold some. Kept here, so that the turn that looks at the injector first looks at
+    /// `held` only then.
     holding: bool,
     /// State of a xorshift generator, to pick whom to steal from first.
     rng: u32,
@@ -216,14 +231,17 @@ pub(crate) fn defer_yielded(shared: &Shared, task: Task) -> Result<(), Task> {
     let _ = LOCAL.try_with(|local| match &*local.borrow() {
         Some(WorkerLocal {
             handle,
-            queue: Some(_),
-            yielded,
+            held: Some(held),
             ..
         }) if std::ptr::eq(&*handle.shared, shared) => {
-            yielded.borrow_mut().extend(task.take());
+            held.push(task.take().expect("held once"));
         }
         _ => {}
     });
+    // No sleeping worker is woken for it, as for a push onto the run queue: the task was
+    // running, so its worker is awake, and a poll that would block that worker next comes
+    // from a queue, whose push woke one or found it searching. One that searches finds the
+    // held task, and one that goes to sleep sees it when it looks again (`has_work`).
     task.map_or(Ok(()), Err)
 }
 
@@ -339,14 +357,9 @@ pub(crate) fn hand_off() -> Option<InClosure> {
     let (core, handle, index, busy) = LOCAL.with(|local| {
         let mut local = local.borrow_mut();
         let local = local.as_mut().expect("a polling worker is in LOCAL");
-        let queue = local.queue.take().expect("a polling worker has its queue");
-        // The tasks held back since they yielded travel in the queue: no other thread
-        // would run them while the closure blocks this one.
-        while let Some(task) = local.yielded.get_mut().pop() {
-            queue.push(task);
-        }
         let core = Core {
-            queue,
+            queue: local.queue.take().expect("a polling worker has its queue"),
+            held: local.held.take().expect("a polling worker holds its tasks"),
             park: local.park.take().expect("a polling worker has its park"),
         };
         let busy = local.busy_since.take().map(|since| since.elapsed());
@@ -407,6 +420,7 @@ fn put_core_back(shared: &Shared, core: Core) {
         let mut local = local.borrow_mut();
         let local = local.as_mut().expect("still in LOCAL");
         local.queue = Some(core.queue);
+        local.held = Some(core.held);
         local.park = Some(core.park);
         local.busy_since = shared.driver.metrics().enabled().then(Instant::now);
     });
@@ -497,9 +511,9 @@ pub(crate) fn install(handle: &Handle, index: usize, core: Core) -> Installed {
             handle: handle.clone(),
             index,
             queue: Some(core.queue),
+            held: Some(core.held),
             park: Some(core.park),
             in_closure: false,
-            yielded: RefCell::new(Vec::new()),
             outer,
             busy_since: handle.shared.driver.metrics().enabled().then(Instant::now),
         });
@@ -537,6 +551,7 @@ pub(crate) fn uninstall(installed: Installed) -> Option<Core> {
     metrics.exit_worker();
     Some(Core {
         queue: local.queue?,
+        held: local.held?,
         park: local.park?,
     })
 }
@@ -614,7 +629,7 @@ impl Worker {
                 self.release_yielded();
             }
             let mut task = self.next_task();
-            if task.is_none() && self.holding {
+            if task.is_none() {
                 // Nothing else to run here: the held tasks' turn, before any stealing.
                 self.release_yielded();
                 task = Self::with_queue(Local::pop);
@@ -660,30 +675,22 @@ impl Worker {
         ran
     }
 
-    /// Queues the tasks held back since they yielded, at the back of the local queue, last
-    /// first, as tokio wakes what it deferred. More than one may keep another worker busy:
-    /// one is woken if any sleeps, as for tasks scheduled at once.
+    /// Queues the tasks held back since they yielded (those no other worker took), at the
+    /// back of the local queue, last first, as tokio wakes what it deferred.
     fn release_yielded(&mut self) {
         self.holding = false;
-        let released = LOCAL.with(|local| match &*local.borrow() {
-            Some(WorkerLocal {
+        LOCAL.with(|local| {
+            if let Some(WorkerLocal {
                 queue: Some(queue),
-                yielded,
+                held: Some(held),
                 ..
-            }) => {
-                let mut yielded = yielded.borrow_mut();
-                let released = yielded.len();
-                while let Some(task) = yielded.pop() {
+            }) = &*local.borrow()
+            {
+                while let Some(task) = held.pop() {
                     queue.push(task);
                 }
-                released
             }
-            _ => 0,
         });
-        let shared = &self.handle.shared;
-        if released > 1 && shared.remotes.len() > 1 {
-            shared.notify_parked();
-        }
     }
 
     /// Leaves the idle protocol's searching state, as a worker that found a task does. A
@@ -779,6 +786,16 @@ impl Worker {
                     steal_retrying(|| shared.remotes[i].stealer.steal_batch_and_pop(queue))
                 })
                 .or_else(|| steal_retrying(|| shared.injector.steal_batch_and_pop(queue)))
+                // Last, what the others hold back after a yield: their own tasks go first
+                // there, but a worker blocked in a poll would hold them for its length.
+                .or_else(|| {
+                    (0..workers)
+                        .map(|i| (start + i) % workers)
+                        .filter(|&i| i != self.index)
+                        .find_map(|i| {
+                            steal_retrying(|| shared.remotes[i].held.steal_batch_and_pop(queue))
+                        })
+                })
         })
     }
 
@@ -861,6 +878,9 @@ impl Drop for Exit {
                         .worker_busy(local.index, since.elapsed());
                 }
                 while queue.pop().is_some() {}
+            }
+            if let Some(held) = local.held {
+                while held.pop().is_some() {}
             }
         }
         // At shutdown the workers cancel the tasks, the first to leave all of them (still

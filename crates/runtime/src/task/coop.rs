@@ -11,8 +11,8 @@
 //!   after it, so a nested `block_on` on a blocking thread keeps its own.
 //! - The runtime's futures that can be ready again and again (`Sleep`, and through it
 //!   `Interval`; `Timeout`'s deadline; `JoinHandle`) first look at the budget. With none
-//!   left they wake their task and return `Pending`, so the task goes to the back of its
-//!   worker's queue; otherwise they poll, and a `Ready` result spends one unit. A `Pending`
+//!   left they wake their task and return `Pending`, so its worker holds the task back until
+//!   the other tasks ready there have run, as after `yield_now`; otherwise they poll, and a `Ready` result spends one unit. A `Pending`
 //!   result spends nothing.
 //! - Outside any task poll (another executor polling one of these futures), inside
 //!   [`unconstrained`] and inside a `spawn_blocking` closure, there is no budget. A closure

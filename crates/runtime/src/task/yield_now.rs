@@ -14,7 +14,9 @@ use super::coop;
 /// keep it waiting for ever, the worker also queues it again, behind the tasks already
 /// queued, once every [`global_queue_interval`](crate::Builder::global_queue_interval)
 /// turns (on a current-thread runtime, once the runtime has run its most tasks between two
-/// looks at `block_on`'s future). A held task is not stolen by another worker.
+/// looks at `block_on`'s future). Another worker takes a held task only when it finds
+/// nothing else to run, so that a worker blocked in a long poll does not keep it waiting,
+/// where tokio's would.
 ///
 /// # Examples
 ///
