@@ -87,7 +87,7 @@ models=(
     "73-join-set-registers-after-reading-the-queue runtime join_set_task_finishing_on_the_worker_wakes_join_next"
     "74-local-push-wakes-no-idle-worker runtime a_task_spawned_by_a_blocked_worker_is_stolen_by_the_other"
     "75-search-ended-after-the-poll runtime a_task_spawned_by_a_blocked_worker_is_stolen_by_the_other"
-    "76-worker-parks-holding-a-yielded-task runtime a_task_that_yields_on_the_only_worker_runs_again"
+    "76-held-tasks-not-queued-when-the-worker-runs-dry runtime a_task_that_yields_on_the_only_worker_runs_again"
     "77-held-tasks-stay-behind-at-the-hand-off block_in_place a_task_held_back_after_a_yield_travels_with_the_worker"
     "78-held-tasks-never-stolen runtime a_task_held_back_by_a_blocked_worker_is_taken_by_the_other"
 )
