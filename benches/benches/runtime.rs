@@ -37,6 +37,9 @@
 //!   `spawn_join` (a task spawned from `block_on`'s future and awaited, one at a time, both
 //!   running on that thread) and of `register_cancel`, run in `block_on`'s future itself,
 //!   since that is where a current-thread runtime runs everything.
+//! - `yield_now`: `task::yield_now` in a loop, the task alone on its runtime, on 1 and on 2
+//!   workers: what holding a task back after its yield and queueing it again costs when
+//!   nothing else is ready.
 //!
 //! Every measured loop runs inside a spawned task that `block_on` awaits, not in `block_on`
 //! itself: a runtime's timers are meant to be used from its tasks, and with one worker the
@@ -107,6 +110,7 @@ fn main() {
     spawn_outside(&mut c);
     select_join(&mut c);
     current_thread(&mut c);
+    yield_now(&mut c);
     c.final_summary();
 }
 
@@ -485,6 +489,31 @@ fn bench_outside<R: Rt>(
     });
 }
 
+/// (o) a task that yields in a loop, alone on its runtime, on 1 and 2 workers: each yield
+/// holds the task back, and the worker, with nothing else to run, queues it again (tokio's,
+/// with its deferred wake, looks for I/O and timers first).
+fn yield_now(c: &mut Criterion) {
+    let mut group = c.benchmark_group("yield_now");
+    for workers in [1, 2] {
+        let id = format!("{workers}w");
+        bench_loop(
+            &mut group,
+            &id,
+            &Escapement::new(workers),
+            yield_loop::<Escapement>,
+        );
+        bench_loop(&mut group, &id, &Tokio::new(workers), yield_loop::<Tokio>);
+    }
+    group.finish();
+}
+
+/// `iters` yields.
+async fn yield_loop<R: Rt>(iters: u64) {
+    for _ in 0..iters {
+        R::yield_now().await;
+    }
+}
+
 /// (m) the current-thread flavor: `spawn_join` and `register_cancel` in `block_on`'s future.
 fn current_thread(c: &mut Criterion) {
     let mut group = c.benchmark_group("current_thread");
@@ -564,8 +593,9 @@ fn bench_loop<R: Rt, F: Future<Output = ()> + Send + 'static>(
 ///
 /// The CPU time is there because this machine is shared: another process taking the core
 /// inflates wall time (it moved by 2x between runs), not the thread's CPU time. The loop
-/// never yields, so it runs on one thread from start to end, and its CPU time includes the
-/// system calls it makes (waking worker 0, say) but not time spent blocked on a lock.
+/// never yields (but in `yield_now`, whose task another worker may take), so it runs on one
+/// thread from start to end, and its CPU time includes the system calls it makes (waking
+/// worker 0, say) but not time spent blocked on a lock.
 fn bench_on<R: Rt, F: Future<Output = ()> + Send + 'static>(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     name: &str,

@@ -98,6 +98,33 @@ fn a_task_held_back_after_a_yield_moves_with_the_worker() {
     assert_eq!(received, Ok(7));
 }
 
+/// The tasks held back travel in the worker's core, and the thread that takes it queues them
+/// again every `global_queue_interval` turns, those held on the old thread included: here
+/// tasks that keep waking each other keep the queue from ever emptying, and nothing else
+/// yields, so no other release would come.
+#[test]
+fn a_task_held_back_at_the_hand_off_gets_its_turn_beside_a_full_queue() {
+    let rt = one_worker();
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy = support::keep_waking_each_other(&rt, stop.clone());
+    let (ran, runs) = mpsc::channel();
+    drop(rt.spawn(async move {
+        // Queued behind this task, which is held back by then: its closure outlasts the
+        // hand-off.
+        drop(escapement::spawn(async {
+            block_in_place(|| thread::sleep(std::time::Duration::from_millis(100)))
+        }));
+        escapement::task::yield_now().await;
+        ran.send(()).unwrap();
+    }));
+    let ran = runs.recv_timeout(PATIENCE);
+    stop.store(true, Ordering::SeqCst);
+    for task in busy {
+        rt.block_on(task).unwrap();
+    }
+    assert!(ran.is_ok(), "the held task never ran again");
+}
+
 #[test]
 fn timers_fire_while_worker_0_blocks() {
     let rt = one_worker();

@@ -429,28 +429,9 @@ fn a_task_held_back_after_a_yield_is_taken_by_an_idle_worker_while_its_own_block
 /// `global_queue_interval` turns.
 #[test]
 fn a_yielding_task_gets_turns_beside_tasks_that_keep_waking_each_other() {
-    use futures::channel::mpsc::unbounded;
-    use futures::StreamExt;
-
     let rt = running(1);
     let stop = Arc::new(AtomicBool::new(false));
-    let (to_pong, mut pongs) = unbounded::<()>();
-    let (to_ping, mut pings) = unbounded::<()>();
-    let ping = {
-        let stop = stop.clone();
-        rt.spawn(async move {
-            while !stop.load(Ordering::SeqCst) {
-                to_pong.unbounded_send(()).unwrap();
-                pings.next().await.unwrap();
-            }
-        })
-    };
-    let pong = rt.spawn(async move {
-        while pongs.next().await.is_some() {
-            // Gone once the ping task has stopped.
-            let _ = to_ping.unbounded_send(());
-        }
-    });
+    let busy = support::keep_waking_each_other(&rt, stop.clone());
     let (done, finished) = std::sync::mpsc::channel();
     drop(rt.spawn(async move {
         for _ in 0..10 {
@@ -461,10 +442,9 @@ fn a_yielding_task_gets_turns_beside_tasks_that_keep_waking_each_other() {
     let yielded = finished.recv_timeout(std::time::Duration::from_secs(20));
     stop.store(true, Ordering::SeqCst);
     assert!(yielded.is_ok(), "the yielding task never finished");
-    rt.block_on(async move {
-        ping.await.unwrap();
-        pong.await.unwrap();
-    });
+    for task in busy {
+        rt.block_on(task).unwrap();
+    }
 }
 
 /// Tasks from the injector that each yield do not keep a task of the local queue waiting:

@@ -11,17 +11,20 @@
 //! - when it has nothing else to run: its queue and the injector are empty (before it would
 //!   steal, and so before it would park);
 //! - every `global_queue_interval` turns, behind its queue, at the turn that looks at the
-//!   injector first, so tasks that keep each other queued cannot starve them;
+//!   injector first, so tasks that keep each other queued cannot starve them (whatever
+//!   `held` holds then, those held on the thread the core came from included);
 //! - on a current-thread runtime, when its batch of turns ends (its queue is empty, or it ran
 //!   its most turns), after `block_on`'s future has had its turn, if woken.
 //!
 //! Unlike tokio's deferred wakes, held tasks can be stolen, though last: a worker that finds
 //! nothing in the others' queues nor in the injector takes the oldest half of another's
-//! `held`. So a worker blocked in a long poll does not keep them waiting for its length:
-//! `has_work` counts them in the idle protocol's recheck, and the poll that blocks came from
-//! a queue whose push woke a worker, if one slept. `held` travels with the core through
-//! `block_in_place`, and at shutdown its tasks are dropped with the queue's and cancelled. A
-//! held task is still notified, so a wake from elsewhere meanwhile does not move it forward.
+//! `held`, and runs them oldest first. So a worker blocked in a long poll does not keep them
+//! waiting for its length: `has_work` counts them in the idle protocol's recheck, and the poll
+//! that blocks came from a queue whose push woke a worker, if one slept (a hold wakes none,
+//! while queueing several held tasks again does, see `defer_yielded`). `held` travels with
+//! the core through `block_in_place`, and at shutdown its tasks are dropped with the queue's
+//! and cancelled. A held task is still notified, so a wake from elsewhere meanwhile does not
+//! move it forward.
 //!
 //! Worker 0 also fires due timers at the top of every turn, which costs one relaxed load when
 //! no timer is pending, and otherwise a clock reading every turn, or every few while its turns
@@ -189,10 +192,6 @@ pub(crate) struct Worker {
     /// Turns until the next one that looks at the injector first, counted down (cheaper
     /// than dividing the turn by the runtime's interval).
     injector_countdown: u32,
-    /// Whether a task yielded since the worker last queued the tasks it held back: `held`
-    /// may hold some. Kept here, so that the turn that looks at the injector first looks at
-    /// `held` only then.
-    holding: bool,
     /// State of a xorshift generator, to pick whom to steal from first.
     rng: u32,
     /// Worker 0's: when it reads the clock next to fire due timers.
@@ -240,8 +239,9 @@ pub(crate) fn defer_yielded(shared: &Shared, task: Task) -> Result<(), Task> {
     });
     // No sleeping worker is woken for it, as for a push onto the run queue: the task was
     // running, so its worker is awake, and a poll that would block that worker next comes
-    // from a queue, whose push woke one or found it searching. One that searches finds the
-    // held task, and one that goes to sleep sees it when it looks again (`has_work`).
+    // from a queue, whose push woke one or found it searching (`release_yielded` wakes one
+    // too when it queues several). One that searches finds the held task, and one that goes
+    // to sleep sees it when it looks again (`has_work`).
     task.map_or(Ok(()), Err)
 }
 
@@ -577,7 +577,6 @@ impl Worker {
     pub(crate) fn new(handle: Handle, index: usize) -> Worker {
         Worker {
             injector_countdown: handle.shared.global_queue_interval,
-            holding: false,
             handle,
             index,
             searching: false,
@@ -623,16 +622,16 @@ impl Worker {
             } else if self.turn % OVERDUE_CHECK_INTERVAL == 0 {
                 driver.try_process_overdue();
             }
-            if self.holding && self.injector_countdown == 1 {
+            if self.injector_countdown == 1 {
                 // The turn that looks at the injector first: the held tasks go to the back
                 // of the queue, so tasks that keep each other queued cannot starve them.
-                self.release_yielded();
+                // Whatever `held` holds, even tasks held on the thread the core came from.
+                self.release_yielded(false);
             }
             let mut task = self.next_task();
             if task.is_none() {
                 // Nothing else to run here: the held tasks' turn, before any stealing.
-                self.release_yielded();
-                task = Self::with_queue(Local::pop);
+                task = self.release_yielded(true);
             }
             if let Some(task) = task.or_else(|| self.steal()) {
                 if self.run_task(task) == Role::HandedOff {
@@ -671,26 +670,40 @@ impl Worker {
             ran = true;
         }
         // The caller's future, if woken, goes before the tasks that yielded.
-        self.release_yielded();
+        self.release_yielded(false);
         ran
     }
 
     /// Queues the tasks held back since they yielded (those no other worker took), at the
-    /// back of the local queue, last first, as tokio wakes what it deferred.
-    fn release_yielded(&mut self) {
-        self.holding = false;
-        LOCAL.with(|local| {
-            if let Some(WorkerLocal {
+    /// back of the local queue, last first, as tokio wakes what it deferred; if `run_first`,
+    /// returns the first of them (the last to yield) instead of queueing it, for the worker to
+    /// run next.
+    ///
+    /// Queued this way, more than one wakes a sleeping worker, as tasks pushed one by one
+    /// onto the queue would: on their way between the two queues they are in neither, where
+    /// a worker going to sleep may look for them.
+    fn release_yielded(&mut self, run_first: bool) -> Option<Task> {
+        let (first, released) = LOCAL.with(|local| match &*local.borrow() {
+            Some(WorkerLocal {
                 queue: Some(queue),
                 held: Some(held),
                 ..
-            }) = &*local.borrow()
-            {
+            }) => {
+                let first = if run_first { held.pop() } else { None };
+                let mut released = usize::from(first.is_some());
                 while let Some(task) = held.pop() {
                     queue.push(task);
+                    released += 1;
                 }
+                (first, released)
             }
+            _ => (None, 0),
         });
+        let shared = &self.handle.shared;
+        if released > 1 && shared.remotes.len() > 1 {
+            shared.notify_parked();
+        }
+        first
     }
 
     /// Leaves the idle protocol's searching state, as a worker that found a task does. A
@@ -707,14 +720,14 @@ impl Worker {
     }
 
     /// Runs `task`; returns `HandedOff` if its poll handed the worker to another thread.
-    /// A task that woke itself to yield is held back (`defer_yielded`), which the worker
-    /// notes.
+    /// A task that woke itself to yield is held back (`defer_yielded`).
     fn run_task(&mut self, task: Task) -> Role {
         self.end_search();
         ROLE.with(|role| role.set(Role::Polling));
         coop::take_yield();
         task.run();
-        self.holding |= coop::take_yield();
+        // Cleared for what this thread polls next.
+        coop::take_yield();
         ROLE.with(|role| role.replace(Role::Other))
     }
 

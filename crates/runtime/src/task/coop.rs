@@ -12,8 +12,8 @@
 //! - The runtime's futures that can be ready again and again (`Sleep`, and through it
 //!   `Interval`; `Timeout`'s deadline; `JoinHandle`) first look at the budget. With none
 //!   left they wake their task and return `Pending`, so its worker holds the task back until
-//!   the other tasks ready there have run, as after `yield_now`; otherwise they poll, and a `Ready` result spends one unit. A `Pending`
-//!   result spends nothing.
+//!   the other tasks ready there have run, as after `yield_now`; otherwise they poll, and a
+//!   `Ready` result spends one unit. A `Pending` result spends nothing.
 //! - Outside any task poll (another executor polling one of these futures), inside
 //!   [`unconstrained`] and inside a `spawn_blocking` closure, there is no budget. A closure
 //!   is one poll of its task, however long it runs, so an executor inside it (`block_on`

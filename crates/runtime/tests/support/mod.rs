@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
@@ -102,6 +102,29 @@ impl Drop for Named<'_> {
     fn drop(&mut self) {
         self.1.borrow_mut().push(self.0);
     }
+}
+
+/// Spawns on `rt` two tasks that wake each other in turn through a channel until `stop`, so
+/// that a worker running them always has one of them queued; returns their handles.
+pub(crate) fn keep_waking_each_other(rt: &Runtime, stop: Arc<AtomicBool>) -> [JoinHandle<()>; 2] {
+    use futures::channel::mpsc::unbounded;
+    use futures::StreamExt;
+
+    let (to_pong, mut pongs) = unbounded::<()>();
+    let (to_ping, mut pings) = unbounded::<()>();
+    let ping = rt.spawn(async move {
+        while !stop.load(Ordering::SeqCst) {
+            to_pong.unbounded_send(()).unwrap();
+            pings.next().await.unwrap();
+        }
+    });
+    let pong = rt.spawn(async move {
+        while pongs.next().await.is_some() {
+            // Gone once the ping task has stopped.
+            let _ = to_ping.unbounded_send(());
+        }
+    });
+    [ping, pong]
 }
 
 /// Waits (really) until `done` holds, with a bound that only catches hangs.
