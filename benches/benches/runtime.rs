@@ -593,9 +593,10 @@ fn bench_loop<R: Rt, F: Future<Output = ()> + Send + 'static>(
 ///
 /// The CPU time is there because this machine is shared: another process taking the core
 /// inflates wall time (it moved by 2x between runs), not the thread's CPU time. The loop
-/// never yields (but in `yield_now`, whose task another worker may take), so it runs on one
-/// thread from start to end, and its CPU time includes the system calls it makes (waking
-/// worker 0, say) but not time spent blocked on a lock.
+/// never yields (but in `yield_now`, whose task another worker may take: a loop that ends on
+/// another thread than it started on counts no CPU time, one that went and came back only
+/// its time on this thread), so it runs on one thread from start to end, and its CPU time includes the system calls it makes (waking worker 0, say)
+/// but not time spent blocked on a lock.
 fn bench_on<R: Rt, F: Future<Output = ()> + Send + 'static>(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     name: &str,
@@ -608,17 +609,25 @@ fn bench_on<R: Rt, F: Future<Output = ()> + Send + 'static>(
     group.bench_function(BenchmarkId::new(name, parameter), |b| {
         b.iter_custom(|iters| {
             let (elapsed, cpu, thread) = rt.block_on(rt.spawn(R::unconstrained(async move {
-                let thread = std::thread::current().name().unwrap_or("?").to_owned();
+                let name = || std::thread::current().name().unwrap_or("?").to_owned();
+                let thread = name();
                 let cpu_start = thread_cpu_time();
                 let start = Instant::now();
                 body(iters).await;
                 let elapsed = start.elapsed();
-                (elapsed, thread_cpu_time() - cpu_start, thread)
+                let cpu = thread_cpu_time();
+                // A loop that ended on another thread has no CPU time of one thread.
+                match name() {
+                    end if end == thread => (elapsed, Some(cpu - cpu_start), thread),
+                    end => (elapsed, None, format!("{thread} to {end}")),
+                }
             })));
             *threads.borrow_mut().entry(thread).or_default() += 1;
-            cpu_per_iter_ns
-                .borrow_mut()
-                .push(cpu.as_nanos() as f64 / iters as f64);
+            if let Some(cpu) = cpu {
+                cpu_per_iter_ns
+                    .borrow_mut()
+                    .push(cpu.as_nanos() as f64 / iters as f64);
+            }
             elapsed
         })
     });
@@ -626,8 +635,15 @@ fn bench_on<R: Rt, F: Future<Output = ()> + Send + 'static>(
     // benchmark left out by a filter on the command line made none.
     let cpu = cpu_per_iter_ns.into_inner();
     if cpu.is_empty() {
+        if !threads.borrow().is_empty() {
+            println!(
+                "  {name}/{parameter}: no loop ended on its thread; loops ran on {:?}",
+                threads.into_inner()
+            );
+        }
         return;
     }
+    // The last samples that stayed on their thread (all of them, but in `yield_now`).
     let measured = &cpu[cpu.len().saturating_sub(SAMPLES)..];
     println!(
         "  {name}/{parameter}: thread CPU per iteration {:.1} ns (median, min–max of {} samples); \
