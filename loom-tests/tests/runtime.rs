@@ -63,36 +63,53 @@ fn join_set_task_finishing_on_the_worker_wakes_join_next() {
     });
 }
 
+/// A flag that a thread blocks on until another sets it, as a long poll would block.
+struct Flag(loom::sync::Mutex<bool>, loom::sync::Condvar);
+
+impl Flag {
+    fn set(&self) {
+        *self.0.lock().unwrap() = true;
+        self.1.notify_one();
+    }
+
+    fn wait(&self) {
+        let mut set = self.0.lock().unwrap();
+        while !*set {
+            set = self.1.wait(set).unwrap();
+        }
+    }
+}
+
+/// Checks `model` on a runtime of two workers, with a new flag, at one preemption whatever
+/// `LOOM_MAX_PREEMPTIONS` says: three threads running the whole runtime make a large model.
+fn check_two_workers(model: fn(escapement::Runtime, loom::sync::Arc<Flag>)) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(1);
+    builder.check(move || {
+        let runtime = escapement::Builder::new()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        let flag = loom::sync::Arc::new(Flag(loom::sync::Mutex::new(false), Default::default()));
+        model(runtime, flag);
+    });
+}
+
 /// Two workers: a task spawns another and then blocks its worker's thread until that one has
 /// run (as a long poll would). The new task goes to this worker's own queue, which it will not
 /// get back to, so the push must wake the other worker, asleep by then or about to be, to
 /// steal it: a local push notifies as an injector push does, and the worker that ran the
 /// first task, woken to search for it, stops searching before its poll (a searcher counted
 /// during the poll would keep that wake from being sent). Otherwise the other worker sleeps
-/// through it and nothing runs the new task: loom reports the deadlock. Bounded at one
-/// preemption: three threads running the whole runtime make a large model.
+/// through it and nothing runs the new task: loom reports the deadlock.
 #[test]
 fn a_task_spawned_by_a_blocked_worker_is_stolen_by_the_other() {
-    use loom::sync::{Arc, Condvar, Mutex};
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = Some(1);
-    model.check(|| {
-        let runtime = escapement::Builder::new()
-            .worker_threads(2)
-            .build()
-            .unwrap();
-        let ran = Arc::new((Mutex::new(false), Condvar::new()));
+    check_two_workers(|runtime, ran| {
         runtime.block_on(async move {
             escapement::spawn(async move {
                 let child = ran.clone();
-                drop(escapement::spawn(async move {
-                    *child.0.lock().unwrap() = true;
-                    child.1.notify_one();
-                }));
-                let mut done = ran.0.lock().unwrap();
-                while !*done {
-                    done = ran.1.wait(done).unwrap();
-                }
+                drop(escapement::spawn(async move { child.set() }));
+                ran.wait();
             })
             .await
             .unwrap();
@@ -106,30 +123,16 @@ fn a_task_spawned_by_a_blocked_worker_is_stolen_by_the_other() {
 /// back on its worker, which then blocks in the second's poll, and the other worker must take
 /// the held task: it looks at held tasks when it finds nothing else, and, going to sleep,
 /// counts them when it looks again (`has_work`). Otherwise nothing runs it (loom reports the
-/// deadlock). Bounded at one preemption, as the model above.
+/// deadlock).
 #[test]
 fn a_task_held_back_by_a_blocked_worker_is_taken_by_the_other() {
-    use loom::sync::{Arc, Condvar, Mutex};
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = Some(1);
-    model.check(|| {
-        let runtime = escapement::Builder::new()
-            .worker_threads(2)
-            .build()
-            .unwrap();
-        let ran = Arc::new((Mutex::new(false), Condvar::new()));
+    check_two_workers(|runtime, ran| {
         runtime.block_on(async move {
             escapement::spawn(async move {
                 let waiting = ran.clone();
-                let blocking = escapement::spawn(async move {
-                    let mut done = waiting.0.lock().unwrap();
-                    while !*done {
-                        done = waiting.1.wait(done).unwrap();
-                    }
-                });
+                let blocking = escapement::spawn(async move { waiting.wait() });
                 escapement::task::yield_now().await;
-                *ran.0.lock().unwrap() = true;
-                ran.1.notify_one();
+                ran.set();
                 blocking.await.unwrap();
             })
             .await
