@@ -5,8 +5,8 @@
 //! exposes the internals the models drive). Run them with:
 //!
 //! ```text
-//! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 \
-//!     cargo test -p escapement-loom-tests --release --target-dir target/loom
+//! RUSTFLAGS="--cfg loom -C debug-assertions" LOOM_MAX_PREEMPTIONS=3 \
+//!     cargo test -p escapement-loom-tests --profile loom --target-dir target/loom
 //! ```
 //!
 //! This library holds what the models share: a waker that counts its wakes, a timer
