@@ -5,7 +5,7 @@
 //! back and must not park on, a `JoinSet` awaited in `block_on`, and, with two workers, a
 //! task queued locally by a worker whose thread then blocks, which the other worker must be
 //! woken to steal, and a task held back after a yield by a worker that then blocks, which the
-//! other must take.
+//! other must take, also when it has already searched and is going to sleep.
 #![cfg(loom)]
 
 #[test]
@@ -137,6 +137,38 @@ fn a_task_held_back_by_a_blocked_worker_is_taken_by_the_other() {
             })
             .await
             .unwrap();
+        });
+        drop(runtime);
+    });
+}
+
+/// Two workers: the other worker looks for work while the first is in a task that waits at
+/// a gate, finds none, and is going to sleep; meanwhile the task passes the gate, spawns a
+/// task that blocks the worker's thread until the first has run again, and yields. The
+/// spawn wakes no one (the other worker is not asleep yet), and the yield holds the first
+/// task back on the worker that then blocks: the other worker, looking again as it goes to
+/// sleep, must count held tasks as work (`has_work`), or it sleeps through them and nothing
+/// runs the held task (loom reports the deadlock). `block_on`'s thread holds the gate until
+/// it has yielded to the workers, so one preemption, of the other worker between its search
+/// and its sleep, is enough to reach that order.
+#[test]
+fn a_task_held_back_while_the_other_worker_goes_to_sleep_is_counted_as_work() {
+    check_two_workers(|runtime, ran| {
+        let gate = loom::sync::Arc::new(loom::sync::Mutex::new(()));
+        let closed = gate.lock().unwrap();
+        let gated = gate.clone();
+        runtime.block_on(async move {
+            let first = escapement::spawn(async move {
+                drop(gated.lock().unwrap());
+                let waiting = ran.clone();
+                let blocking = escapement::spawn(async move { waiting.wait() });
+                escapement::task::yield_now().await;
+                ran.set();
+                blocking.await.unwrap();
+            });
+            loom::thread::yield_now();
+            drop(closed);
+            first.await.unwrap();
         });
         drop(runtime);
     });
