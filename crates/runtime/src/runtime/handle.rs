@@ -99,6 +99,15 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        crate::task::boxed_if_large!(Box::pin, future => self.spawn_task(future))
+    }
+
+    /// [`spawn`](Self::spawn), once a large future is boxed.
+    fn spawn_task<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
         // Relaxed: a counter for metrics.
         self.shared
             .spawned
@@ -124,7 +133,7 @@ impl Handle {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        crate::task::spawn_blocking_on(self.clone(), f)
+        crate::task::boxed_if_large!(Box::new, f => crate::task::spawn_blocking_on(self.clone(), f))
     }
 
     /// Runs `future` to completion on this thread, which sleeps whenever the future is

@@ -93,7 +93,7 @@ impl Runtime {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.handle.spawn(future)
+        crate::task::boxed_if_large!(Box::pin, future => self.handle.spawn(future))
     }
 
     /// Runs a blocking closure on the runtime's blocking threads; see
@@ -109,7 +109,7 @@ impl Runtime {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        self.handle.spawn_blocking(f)
+        crate::task::boxed_if_large!(Box::new, f => self.handle.spawn_blocking(f))
     }
 
     /// A view of the runtime's metrics, read when its methods are called; see

@@ -56,7 +56,8 @@ where
     F: FnOnce() -> R + Send + 'static,
     R: Send + 'static,
 {
-    spawn_blocking_on(Handle::current_for("escapement::task::spawn_blocking"), f)
+    let handle = Handle::current_for("escapement::task::spawn_blocking");
+    super::boxed_if_large!(Box::new, f => spawn_blocking_on(handle, f))
 }
 
 /// [`spawn_blocking`] on the runtime `handle` names.

@@ -137,7 +137,7 @@ impl<T: 'static> JoinSet<T> {
         F: Future<Output = T> + Send + 'static,
         T: Send,
     {
-        self.insert(crate::spawn(future))
+        super::boxed_if_large!(Box::pin, future => self.insert(crate::spawn(future)))
     }
 
     /// Spawns `future` on the runtime `handle` names and adds it to the set.
@@ -146,7 +146,7 @@ impl<T: 'static> JoinSet<T> {
         F: Future<Output = T> + Send + 'static,
         T: Send,
     {
-        self.insert(handle.spawn(future))
+        super::boxed_if_large!(Box::pin, future => self.insert(handle.spawn(future)))
     }
 
     /// Runs `f` on the current runtime's blocking threads, as
@@ -162,7 +162,7 @@ impl<T: 'static> JoinSet<T> {
         F: FnOnce() -> T + Send + 'static,
         T: Send,
     {
-        self.insert(crate::task::spawn_blocking(f))
+        super::boxed_if_large!(Box::new, f => self.insert(crate::task::spawn_blocking(f)))
     }
 
     /// Runs `f` on the blocking threads of the runtime `handle` names and adds it to the set.
@@ -176,7 +176,7 @@ impl<T: 'static> JoinSet<T> {
         F: FnOnce() -> T + Send + 'static,
         T: Send,
     {
-        self.insert(handle.spawn_blocking(f))
+        super::boxed_if_large!(Box::new, f => self.insert(handle.spawn_blocking(f)))
     }
 
     /// Spawns `future` onto the [`LocalSet`] the caller runs in, as
@@ -219,7 +219,7 @@ impl<T: 'static> JoinSet<T> {
     where
         F: Future<Output = T> + 'static,
     {
-        self.insert(crate::task::spawn_local(future))
+        super::boxed_if_large!(Box::pin, future => self.insert(crate::task::spawn_local(future)))
     }
 
     /// Spawns `future` onto `local_set` and adds it to the set; it runs when `local_set` is
@@ -228,7 +228,7 @@ impl<T: 'static> JoinSet<T> {
     where
         F: Future<Output = T> + 'static,
     {
-        self.insert(local_set.spawn_local(future))
+        super::boxed_if_large!(Box::pin, future => self.insert(local_set.spawn_local(future)))
     }
 
     fn insert(&mut self, mut handle: JoinHandle<T>) -> AbortHandle {

@@ -250,7 +250,7 @@ where
         .ok()
         .flatten();
     match current {
-        Some(shared) => spawn_onto(&shared, future),
+        Some(shared) => super::boxed_if_large!(Box::pin, future => spawn_onto(&shared, future)),
         None => panic!("`spawn_local` must be called from inside a `task::LocalSet`"),
     }
 }
@@ -309,7 +309,7 @@ impl LocalSet {
         F: Future + 'static,
         F::Output: 'static,
     {
-        spawn_onto(&self.shared, future)
+        super::boxed_if_large!(Box::pin, future => spawn_onto(&self.shared, future))
     }
 
     /// Makes this the set that [`task::spawn_local`](spawn_local) spawns onto on this

@@ -46,6 +46,7 @@ pub use task_local::{AccessError, LocalKey};
 pub use yield_now::yield_now;
 
 pub use spawn::spawn;
+pub(crate) use spawn::{boxed_if_large, is_large};
 
 /// The futures of this module that have a name of their own.
 pub mod futures {
