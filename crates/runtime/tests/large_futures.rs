@@ -53,6 +53,16 @@ fn large_closure(seed: u8) -> impl FnOnce() -> u8 + Send + 'static {
     move || black_box(buffer)[LARGE - 1]
 }
 
+/// The outputs of the two tasks in `set`, smallest first.
+async fn two_outputs(set: &mut JoinSet<u8>) -> [u8; 2] {
+    let mut outputs = [0; 2];
+    for output in &mut outputs {
+        *output = set.join_next().await.expect("a task").unwrap();
+    }
+    outputs.sort_unstable();
+    outputs
+}
+
 fn runtime() -> escapement::Runtime {
     escapement::Builder::new()
         .worker_threads(1)
@@ -122,11 +132,7 @@ fn spawn_blocking_by_every_path() {
             set.spawn_blocking(large_closure(11))
         });
         on_a_2_mib_stack(|| set.spawn_blocking_on(large_closure(12), rt.handle()));
-        let mut from_the_set = [
-            set.join_next().await.expect("a task").unwrap(),
-            set.join_next().await.expect("a task").unwrap(),
-        ];
-        from_the_set.sort_unstable();
+        let from_the_set = two_outputs(&mut set).await;
         [
             from_runtime.await.unwrap(),
             from_handle.await.unwrap(),
@@ -148,12 +154,7 @@ fn join_set_spawns() {
             set.spawn(large_future(13))
         });
         on_a_2_mib_stack(|| set.spawn_on(large_future(14), rt.handle()));
-        let mut outputs = [
-            set.join_next().await.expect("a task").unwrap(),
-            set.join_next().await.expect("a task").unwrap(),
-        ];
-        outputs.sort_unstable();
-        outputs
+        two_outputs(&mut set).await
     });
     assert_eq!(outputs, [13, 14]);
 }
@@ -188,11 +189,7 @@ fn local_set_spawns() {
         local.block_on(&rt, async {
             let inside = onto_the_current_set(17);
             into_a_join_set(&mut set, 18);
-            let mut from_the_set = [
-                set.join_next().await.expect("a task").unwrap(),
-                set.join_next().await.expect("a task").unwrap(),
-            ];
-            from_the_set.sort_unstable();
+            let from_the_set = two_outputs(&mut set).await;
             [
                 before.await.unwrap(),
                 inside.await.unwrap(),
