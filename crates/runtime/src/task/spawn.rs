@@ -8,13 +8,13 @@
 //! across an `.await`) overflowed the 2 MiB stack of the thread that spawned it, before any
 //! task ran. So a future or a closure larger than [`BOX_THRESHOLD`] is boxed at the public
 //! function it is given to, before it is passed on (every spawn, `spawn_blocking`), as tokio
-//! boxes it, at the same sizes. A smaller one is moved as it is: the size
-//! is known when the code is compiled, so its path neither allocates nor tests anything more.
+//! boxes it, at the same sizes. A smaller one is moved as it is: the size is known when the
+//! code is compiled, so its path neither allocates nor tests anything more.
 //!
 //! `block_on` is not boxed: it pins the future where it first lands, in its own frame, and
 //! passes it on by reference, so a box would only add the copies into `Box::pin`. With a
-//! 2 MiB stack it takes a future of 512 KiB built in its argument, boxed or not, and neither
-//! way one of 768 KiB (`tests/large_futures.rs`).
+//! 2 MiB stack it takes a future of 512 KiB built in its argument, boxed or not (a case of
+//! `tests/large_futures.rs`), and neither way one of 768 KiB.
 
 use std::future::Future;
 
