@@ -6,6 +6,12 @@
 //! from outside the workers go to the shared [`Injector`]. `crossbeam-deque` is a
 //! well-kept crate with its own tests, so the loom models check the scheduler's protocols
 //! over a simpler queue rather than the deque's internals.
+//!
+//! The stand-in keeps what those protocols depend on: a batch steal takes as many tasks as
+//! crossbeam's does (all of the injector's, as crossbeam does up to 32; half of a worker's
+//! queue, rounded up), and moves them in two steps, out of the source under its lock and
+//! into the thief's queue under that one's, so that, as in crossbeam, a batch on its way is
+//! in neither queue for a while, where a worker going to sleep may look for it.
 
 #[cfg(not(loom))]
 pub(crate) use crossbeam_deque::{Injector, Steal, Stealer, Worker as Local};
@@ -47,6 +53,27 @@ mod imp {
         }
     }
 
+    /// Takes the oldest `count(len)` tasks of `source`, returns the first of them, and then
+    /// pushes the others onto `dest`: between the two locks they are in neither queue.
+    fn take_batch<T>(
+        source: &Mutex<VecDeque<T>>,
+        dest: &Local<T>,
+        count: impl FnOnce(usize) -> usize,
+    ) -> Steal<T> {
+        let mut batch = {
+            let mut source = source.lock();
+            let n = count(source.len());
+            source.drain(..n).collect::<VecDeque<T>>()
+        };
+        let Some(first) = batch.pop_front() else {
+            return Steal::Empty;
+        };
+        if !batch.is_empty() {
+            dest.0.lock().extend(batch);
+        }
+        Steal::Success(first)
+    }
+
     pub(crate) struct Injector<T>(Mutex<VecDeque<T>>);
 
     impl<T> Injector<T> {
@@ -59,8 +86,8 @@ mod imp {
         pub(crate) fn steal(&self) -> Steal<T> {
             take(&self.0)
         }
-        pub(crate) fn steal_batch_and_pop(&self, _dest: &Local<T>) -> Steal<T> {
-            take(&self.0)
+        pub(crate) fn steal_batch_and_pop(&self, dest: &Local<T>) -> Steal<T> {
+            take_batch(&self.0, dest, |len| len)
         }
         pub(crate) fn is_empty(&self) -> bool {
             self.0.lock().is_empty()
@@ -91,6 +118,9 @@ mod imp {
                 queue.pop_front()
             }
         }
+        pub(crate) fn is_empty(&self) -> bool {
+            self.0.lock().is_empty()
+        }
         pub(crate) fn stealer(&self) -> Stealer<T> {
             Stealer(self.0.clone())
         }
@@ -99,8 +129,8 @@ mod imp {
     pub(crate) struct Stealer<T>(Arc<Mutex<VecDeque<T>>>);
 
     impl<T> Stealer<T> {
-        pub(crate) fn steal_batch_and_pop(&self, _dest: &Local<T>) -> Steal<T> {
-            take(&self.0)
+        pub(crate) fn steal_batch_and_pop(&self, dest: &Local<T>) -> Steal<T> {
+            take_batch(&self.0, dest, |len| len.div_ceil(2))
         }
         pub(crate) fn is_empty(&self) -> bool {
             self.0.lock().is_empty()

@@ -772,11 +772,22 @@ impl Worker {
                 return Some(task);
             }
         }
-        Self::with_queue(|queue| {
-            queue
-                .pop()
-                .or_else(|| steal_retrying(|| shared.injector.steal_batch_and_pop(queue)))
-        })
+        let (task, batched) = Self::with_queue(|queue| match queue.pop() {
+            Some(task) => (Some(task), false),
+            None => {
+                let task = steal_retrying(|| shared.injector.steal_batch_and_pop(queue));
+                (task, !queue.is_empty())
+            }
+        });
+        if batched && !self.searching && shared.remotes.len() > 1 {
+            // The batch was in neither queue on its way from the injector to this one, where a
+            // worker going to sleep may have looked for it, after the pushes that made it
+            // found this worker awake and woke none. A searcher wakes another when its search
+            // ends (`end_search`); this worker is not one, so it wakes one now, or the tasks
+            // behind the one it runs wait for its poll, however long, while the others sleep.
+            shared.notify_parked();
+        }
+        task
     }
 
     fn steal(&mut self) -> Option<Task> {
