@@ -13,7 +13,14 @@
 //!   left more than the one task it took.
 //! - **Going to sleep.** A worker adds itself to the sleepers and the count (a `SeqCst`
 //!   read-modify-write, which also drops its searching count), issues a `SeqCst` fence, then
-//!   checks every queue once more before it parks.
+//!   checks every queue once more before it parks. If it finds work there it stays awake,
+//!   and searching (unless half the workers already are): a notifier may have left that work
+//!   to it, and it may run another task first, so the end of its search must pass the look
+//!   on.
+//! - **Taking a batch.** A worker that moves several tasks into its queue at once (a batch
+//!   from the injector or from another worker) has them in neither queue for a while, where
+//!   a worker going to sleep may look in vain. A searcher covers that with the end of its
+//!   search; a worker that is not searching notifies as a push does, once the batch is in.
 //!
 //! Either the notifier's read comes after the sleeper's announcement in the single `SeqCst`
 //! order, and it sees the sleeper, or it comes before, and then the sleeper's re-check sees

@@ -867,6 +867,14 @@ impl Worker {
         if !shared.idle.transition_from_sleeping(self.index) {
             // A notifier took us off the sleepers and counts us as searching.
             self.searching = true;
+        } else if skip && shared.remotes.len() > 1 {
+            // The work seen in the re-check may be what a notifier left to this worker when
+            // it searched, or what a worker took in a batch while this one looked (it then
+            // woke no one, as this one was searching or awake). This worker may run other
+            // work first (a task from the injector, on the turn that looks there first), so
+            // it searches: the search's end passes the look for the rest on to a sleeper.
+            let workers = shared.remotes.len();
+            self.searching = shared.idle.try_transition_to_searching(workers);
         }
         shared.hooks.unpark();
     }
