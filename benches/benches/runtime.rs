@@ -10,11 +10,12 @@
 //!   whatever its timer design: reading the clock for the deadline (`Instant::now() + 1 s`)
 //!   and cloning the task's waker into the timer and dropping it. On 1 and 2 workers, no
 //!   other timers.
-//! - `register_cancel/.../2w_contended`: the same loop in two tasks at once, one on each of
-//!   2 workers, no other timers: what register+cancel costs while another worker does the
-//!   same, the case a single timer lock serializes. Time per iteration is the slower task's
-//!   loop time over `iters` (each task runs `iters`), so the two workers together do two
-//!   register+cancels in that time.
+//! - `register_cancel/.../Nw_contended`: the same loop in N tasks at once, one on each of N
+//!   workers, no other timers: what register+cancel costs while the other workers do the
+//!   same, the case a single timer lock serializes. N is 2, and on a machine with more CPUs
+//!   also 4, 8 and so on up to the CPU count ([`contended_counts`]). Time per iteration is
+//!   the slowest task's loop time over `iters` (each task runs `iters`), so the N workers
+//!   together do N register+cancels in that time.
 //! - `metrics_cost`: register+cancel on escapement with `Builder::metrics(true)` and
 //!   `metrics(false)`, on 1 and on 2 workers.
 //! - `spawn_blocking`: a trivial closure handed to `spawn_blocking` and awaited, one at a
@@ -173,34 +174,47 @@ fn register_cancel(c: &mut Criterion) {
             }
         }
     }
-    let rt = Escapement::new(2);
-    bench_contended(&mut group, &rt);
-    drop(rt);
-    bench_contended(&mut group, &Tokio::new(2));
+    for workers in contended_counts() {
+        let rt = Escapement::new(workers);
+        bench_contended(&mut group, &rt, workers);
+        drop(rt);
+        bench_contended(&mut group, &Tokio::new(workers), workers);
+    }
     group.finish();
 }
 
-/// Benchmarks `register_cancel_loop` in two tasks at once, as `R::NAME/2w_contended`; prints
-/// the threads the pairs of loops ran on, which must be two for the loops to overlap.
+/// The worker counts of the contended rows: 2, then each doubling up to the CPU count.
+fn contended_counts() -> Vec<usize> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::iter::successors(Some(2), |n| Some(n * 2))
+        .take_while(|&n| n == 2 || n <= cpus)
+        .collect()
+}
+
+/// Benchmarks `register_cancel_loop` in `workers` tasks at once on a runtime of that many
+/// workers, as `R::NAME/{workers}w_contended`; prints the threads each set of loops ran on,
+/// which must all differ for the loops to overlap.
 fn bench_contended<R: Rt>(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     rt: &R,
+    workers: usize,
 ) {
-    let pairs = RefCell::new(BTreeMap::<String, u64>::new());
-    group.bench_function(BenchmarkId::new(R::NAME, "2w_contended"), |b| {
+    let id = format!("{workers}w_contended");
+    let sets = RefCell::new(BTreeMap::<String, u64>::new());
+    group.bench_function(BenchmarkId::new(R::NAME, &id), |b| {
         b.iter_custom(|iters| {
             let started = Arc::new(AtomicUsize::new(0));
-            let tasks: Vec<_> = (0..2)
+            let tasks: Vec<_> = (0..workers)
                 .map(|_| {
                     let started = started.clone();
                     rt.spawn(R::unconstrained(async move {
-                        // Both loops start together. The first task spins (without
-                        // yielding, which would let the second run after it on the same
-                        // thread) so that another worker takes the second; if none does
-                        // within a while, it yields after all.
+                        // The loops start together. Each task spins until all have started
+                        // (without yielding, which would let another run after it on the
+                        // same thread) so that the other workers take the rest; if they do
+                        // not within a while, it yields after all.
                         started.fetch_add(1, Ordering::SeqCst);
                         let spin_start = Instant::now();
-                        while started.load(Ordering::SeqCst) < 2 {
+                        while started.load(Ordering::SeqCst) < workers {
                             if spin_start.elapsed() < Duration::from_millis(100) {
                                 std::hint::spin_loop();
                             } else {
@@ -222,17 +236,24 @@ fn bench_contended<R: Rt>(
                 results
             });
             let threads: Vec<_> = results.iter().map(|(_, t)| t.as_str()).collect();
-            *pairs.borrow_mut().entry(threads.join("+")).or_default() += 1;
+            let set = if workers == 2 {
+                threads.join("+")
+            } else {
+                // Past two, the names matter less than how many distinct threads there were.
+                let distinct: std::collections::BTreeSet<_> = threads.iter().collect();
+                format!("{} threads", distinct.len())
+            };
+            *sets.borrow_mut().entry(set).or_default() += 1;
             results
                 .iter()
                 .map(|(elapsed, _)| *elapsed)
                 .max()
-                .expect("two loops")
+                .expect("a loop per worker")
         })
     });
-    let pairs = pairs.into_inner();
-    if !pairs.is_empty() {
-        println!("  {}/2w_contended: loops ran on {pairs:?}", R::NAME);
+    let sets = sets.into_inner();
+    if !sets.is_empty() {
+        println!("  {}/{id}: loops ran on {sets:?}", R::NAME);
     }
 }
 
