@@ -174,13 +174,14 @@ fn a_task_held_back_while_the_other_worker_goes_to_sleep_is_counted_as_work() {
     });
 }
 
-/// Two workers: `block_on`'s thread spawns two tasks, which go to the injector, and the first
-/// blocks its worker's thread until the second has run. A worker that is awake but not
-/// searching can take both in one batch, run the first and keep the second in its own queue,
-/// while the other worker, finding nothing (the batch is in neither queue on its way), goes
-/// to sleep; the spawns woke no one, as neither worker slept then. The worker that took the
-/// batch must then wake the other to steal the second task, or nothing runs it (loom reports
-/// the deadlock).
+/// Two workers: `block_on`'s thread spawns three tasks, which go to the injector; the first
+/// blocks its worker's thread until the second has run, the third does nothing. A worker that
+/// is awake but not searching can take the first two in one batch (half of the injector,
+/// rounded up), run the first and keep the second in its own queue, while the other worker
+/// takes the third, runs it and, finding nothing more (the batch is in neither queue on its
+/// way), goes to sleep; the spawns woke no one, as neither worker slept then. The worker that
+/// took the batch must then wake the other to steal the second task, or nothing runs it
+/// (loom reports the deadlock).
 #[test]
 fn a_batch_taken_from_the_injector_by_a_worker_not_searching_wakes_the_other() {
     check_two_workers(|runtime, ran| {
@@ -188,8 +189,10 @@ fn a_batch_taken_from_the_injector_by_a_worker_not_searching_wakes_the_other() {
             let waiting = ran.clone();
             let first = escapement::spawn(async move { waiting.wait() });
             let second = escapement::spawn(async move { ran.set() });
+            let third = escapement::spawn(async {});
             first.await.unwrap();
             second.await.unwrap();
+            third.await.unwrap();
         });
         drop(runtime);
     });

@@ -24,8 +24,10 @@
 //!
 //! Either the notifier's read comes after the sleeper's announcement in the single `SeqCst`
 //! order, and it sees the sleeper, or it comes before, and then the sleeper's re-check sees
-//! the task. A notifier that skips because a searcher exists is covered the same way: the
-//! searcher's announcement comes after the notifier's push, so its re-check finds the task.
+//! the task. A notifier that skips because a searcher exists leaves the task to the searchers:
+//! one that finds work, this task or another, stops searching, and the last to stop wakes a
+//! sleeper for the rest; one that finds nothing announces its sleep after the notifier's read
+//! in that order, so its re-check finds the task.
 
 use std::fmt;
 

@@ -8,10 +8,11 @@
 //! over a simpler queue rather than the deque's internals.
 //!
 //! The stand-in keeps what those protocols depend on: a batch steal takes as many tasks as
-//! crossbeam's does (all of the injector's, as crossbeam does up to 32; half of a worker's
-//! queue, rounded up), and moves them in two steps, out of the source under its lock and
-//! into the thief's queue under that one's, so that, as in crossbeam, a batch on its way is
-//! in neither queue for a while, where a worker going to sleep may look for it.
+//! crossbeam-deque 0.8's does (half of the queue, rounded up, at most 33 from the injector
+//! and 32 from a worker's queue; crossbeam's injector may stop earlier, at the end of one of
+//! its blocks), and moves them in two steps, out of the source under its lock and into the
+//! thief's queue under that one's, so that, as in crossbeam, a batch on its way is in neither
+//! queue for a while, where a worker going to sleep may look for it.
 
 #[cfg(not(loom))]
 pub(crate) use crossbeam_deque::{Injector, Steal, Stealer, Worker as Local};
@@ -87,7 +88,7 @@ mod imp {
             take(&self.0)
         }
         pub(crate) fn steal_batch_and_pop(&self, dest: &Local<T>) -> Steal<T> {
-            take_batch(&self.0, dest, |len| len)
+            take_batch(&self.0, dest, |len| len.div_ceil(2).min(33))
         }
         pub(crate) fn is_empty(&self) -> bool {
             self.0.lock().is_empty()
@@ -130,7 +131,7 @@ mod imp {
 
     impl<T> Stealer<T> {
         pub(crate) fn steal_batch_and_pop(&self, dest: &Local<T>) -> Steal<T> {
-            take_batch(&self.0, dest, |len| len.div_ceil(2))
+            take_batch(&self.0, dest, |len| len.div_ceil(2).min(32))
         }
         pub(crate) fn is_empty(&self) -> bool {
             self.0.lock().is_empty()
