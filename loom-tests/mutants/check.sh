@@ -92,6 +92,7 @@ models=(
     "78-held-tasks-never-stolen runtime a_task_held_back_by_a_blocked_worker_is_taken_by_the_other"
     "79-held-tasks-not-counted-as-work runtime a_task_held_back_while_the_other_worker_goes_to_sleep_is_counted_as_work"
     "80-injector-batch-wakes-no-one runtime a_batch_taken_from_the_injector_by_a_worker_not_searching_wakes_the_other"
+    "81-work-left-to-searchers-that-are-not-there runtime a_task_held_back_while_the_other_worker_goes_to_sleep_is_counted_as_work"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

@@ -122,7 +122,7 @@ fn a_task_spawned_by_a_blocked_worker_is_stolen_by_the_other() {
 /// again, then yields. The second may go to the other worker; if it stays, the first is held
 /// back on its worker, which then blocks in the second's poll, and the other worker must take
 /// the held task: it looks at held tasks when it finds nothing else, and, going to sleep,
-/// counts them when it looks again (`has_work`). Otherwise nothing runs it (loom reports the
+/// counts them when it looks again (`work_seen_by`). Otherwise nothing runs it (loom reports the
 /// deadlock).
 #[test]
 fn a_task_held_back_by_a_blocked_worker_is_taken_by_the_other() {
@@ -147,10 +147,15 @@ fn a_task_held_back_by_a_blocked_worker_is_taken_by_the_other() {
 /// task that blocks the worker's thread until the first has run again, and yields. The
 /// spawn wakes no one (the other worker is not asleep yet), and the yield holds the first
 /// task back on the worker that then blocks: the other worker, looking again as it goes to
-/// sleep, must count held tasks as work (`has_work`), or it sleeps through them and nothing
+/// sleep, must count held tasks as work (`work_seen_by`), or it sleeps through them and nothing
 /// runs the held task (loom reports the deadlock). `block_on`'s thread holds the gate until
 /// it has yielded to the workers, so one preemption, of the other worker between its search
 /// and its sleep, is enough to reach that order.
+///
+/// Some of its orders also reach the rule by which a worker going to sleep that sees work only
+/// in the other's queues while the other searches parks, leaving the work to that search
+/// (`idle.rs`). With no searcher, as when the held task waits, it must stay awake: a worker
+/// that parked then as well would leave the held task to no one (mutant 81).
 #[test]
 fn a_task_held_back_while_the_other_worker_goes_to_sleep_is_counted_as_work() {
     check_two_workers(|runtime, ran| {

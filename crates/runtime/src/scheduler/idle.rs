@@ -14,9 +14,14 @@
 //! - **Going to sleep.** A worker adds itself to the sleepers and the count (a `SeqCst`
 //!   read-modify-write, which also drops its searching count), issues a `SeqCst` fence, then
 //!   checks every queue once more before it parks. If it finds work there it stays awake,
-//!   and searching (unless half the workers already are): a notifier may have left that work
-//!   to it, and it may run another task first, so the end of its search must pass the look
-//!   on.
+//!   and searching: a notifier may have left that work to it, and it may run another task
+//!   first, so the end of its search must pass the look on. But if half the workers already
+//!   search, no other may, and if the work is in the others' queues, where only a searcher
+//!   takes it, the worker parks after all (as tokio's does): the searchers it counted after
+//!   its look each end their search later, either announcing a sleep of their own and
+//!   looking again, or, the last of them, by finding work and waking a sleeper (this worker,
+//!   still announced, or one that searches in its place). Without that it would come round
+//!   to the same look, and stay awake, for as long as the work waits for a searcher.
 //! - **Taking a batch.** A worker that moves several tasks into its queue at once (a batch
 //!   from the injector or from another worker) has them in neither queue for a while, where
 //!   a worker going to sleep may look in vain. A searcher covers that with the end of its
@@ -118,12 +123,17 @@ impl Idle {
     /// A running worker starts searching, unless half the workers already are (more would
     /// only contend).
     pub(crate) fn try_transition_to_searching(&self, workers: usize) -> bool {
-        let state = self.state.load(Ordering::SeqCst);
-        if 2 * (state & SEARCHING_MASK) >= workers {
+        if self.searchers_are_enough(workers) {
             return false;
         }
         self.state.fetch_add(SEARCHING_ONE, Ordering::SeqCst);
         true
+    }
+
+    /// Whether half the workers or more search (so at least one does): then no other starts.
+    pub(crate) fn searchers_are_enough(&self, workers: usize) -> bool {
+        let state = self.state.load(Ordering::SeqCst);
+        2 * (state & SEARCHING_MASK) >= workers
     }
 }
 

@@ -58,6 +58,16 @@ pub(crate) struct Shared {
     pub(crate) core_slot: Option<CoreSlot>,
 }
 
+/// What [`Shared::work_seen_by`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WorkSeen {
+    Nothing,
+    /// Work the worker takes itself: in the injector or in its own queues.
+    Its,
+    /// Work only in the other workers' queues, which it takes by stealing (searching).
+    Others,
+}
+
 /// What other threads need to reach one worker.
 pub(crate) struct Remote {
     pub(crate) stealer: Stealer<Notified<Handle>>,
@@ -107,13 +117,24 @@ impl Shared {
         self.shutdown.load(Ordering::SeqCst)
     }
 
-    /// Whether any queue holds a task, the tasks held back after a yield included.
-    pub(crate) fn has_work(&self) -> bool {
-        !self.injector.is_empty()
-            || self
-                .remotes
-                .iter()
-                .any(|r| !r.stealer.is_empty() || !r.held.is_empty())
+    /// Where worker `index` sees a task (the tasks held back after a yield included): in a
+    /// queue it takes from without stealing (the injector, its own queue, its own held tasks),
+    /// only in the other workers' queues, or nowhere.
+    pub(crate) fn work_seen_by(&self, index: usize) -> WorkSeen {
+        let mine = &self.remotes[index];
+        if !self.injector.is_empty() || !mine.stealer.is_empty() || !mine.held.is_empty() {
+            return WorkSeen::Its;
+        }
+        let elsewhere = self
+            .remotes
+            .iter()
+            .enumerate()
+            .any(|(i, r)| i != index && (!r.stealer.is_empty() || !r.held.is_empty()));
+        if elsewhere {
+            WorkSeen::Others
+        } else {
+            WorkSeen::Nothing
+        }
     }
 
     /// Wakes a sleeping worker if one should come and take new work.

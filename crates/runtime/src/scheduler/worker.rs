@@ -19,12 +19,12 @@
 //! Unlike tokio's deferred wakes, held tasks can be stolen, though last: a worker that finds
 //! nothing in the others' queues nor in the injector takes the oldest half of another's
 //! `held`, and runs them oldest first. So a worker blocked in a long poll does not keep them
-//! waiting for its length: `has_work` counts them in the idle protocol's recheck, and the poll
-//! that blocks came from a queue whose push woke a worker, if one slept (a hold wakes none,
-//! while queueing several held tasks again does, see `defer_yielded`). `held` travels with
-//! the core through `block_in_place`, and at shutdown its tasks are dropped with the queue's
-//! and cancelled. A held task is still notified, so a wake from elsewhere meanwhile does not
-//! move it forward.
+//! waiting for its length: `work_seen_by` counts them in the idle protocol's recheck, and the
+//! poll that blocks came from a queue whose push woke a worker, if one slept (a hold wakes
+//! none, while queueing several held tasks again does, see `defer_yielded`). `held` travels
+//! with the core through `block_in_place`, and at shutdown its tasks are dropped with the
+//! queue's and cancelled. A held task is still notified, so a wake from elsewhere meanwhile
+//! does not move it forward.
 //!
 //! Worker 0 also fires due timers at the top of every turn, which costs one relaxed load when
 //! no timer is pending, and otherwise a clock reading every turn, or every few while its turns
@@ -83,7 +83,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use super::queue::{Local, Steal};
-use super::Shared;
+use super::{Shared, WorkSeen};
 use crate::loom::{thread_local_const, Arc, Mutex};
 use crate::park::Parker;
 use crate::runtime::context;
@@ -241,7 +241,7 @@ pub(crate) fn defer_yielded(shared: &Shared, task: Task) -> Result<(), Task> {
     // running, so its worker is awake, and a poll that would block that worker next comes
     // from a queue, whose push woke one or found it searching (`release_yielded` wakes one
     // too when it queues several). One that searches finds the held task, and one that goes
-    // to sleep sees it when it looks again (`has_work`).
+    // to sleep sees it when it looks again (`work_seen_by`).
     task.map_or(Ok(()), Err)
 }
 
@@ -832,8 +832,15 @@ impl Worker {
         shared
             .idle
             .transition_to_sleeping(self.index, was_searching);
-        // Re-check after announcing: see the protocol in `idle.rs`.
-        let skip = shared.has_work() || shared.is_shutdown();
+        // Re-check after announcing: see the protocol in `idle.rs`. Work only the others'
+        // queues hold, this worker would take by searching; if it may not (half the workers
+        // search), it sleeps rather than come round again until they have taken it: the
+        // searchers, counted after this look, cover it.
+        let skip = match shared.work_seen_by(self.index) {
+            WorkSeen::Nothing => false,
+            WorkSeen::Its => true,
+            WorkSeen::Others => !shared.idle.searchers_are_enough(shared.remotes.len()),
+        } || shared.is_shutdown();
         if !skip {
             let metrics = shared.driver.metrics();
             if metrics.enabled() {
