@@ -152,10 +152,9 @@ fn a_task_held_back_by_a_blocked_worker_is_taken_by_the_other() {
 /// it has yielded to the workers, so one preemption, of the other worker between its search
 /// and its sleep, is enough to reach that order.
 ///
-/// Some of its orders also reach the rule by which a worker going to sleep that sees work only
-/// in the other's queues while the other searches parks, leaving the work to that search
-/// (`idle.rs`). With no searcher, as when the held task waits, it must stay awake: a worker
-/// that parked then as well would leave the held task to no one (mutant 81).
+/// A worker going to sleep that sees work only in the other's queues may leave it to the
+/// searchers when half the workers search (`idle.rs`); with none searching, as when the held
+/// task waits here, it must stay awake, or it leaves the held task to no one (mutant 81).
 #[test]
 fn a_task_held_back_while_the_other_worker_goes_to_sleep_is_counted_as_work() {
     check_two_workers(|runtime, ran| {

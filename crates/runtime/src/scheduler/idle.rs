@@ -14,14 +14,19 @@
 //! - **Going to sleep.** A worker adds itself to the sleepers and the count (a `SeqCst`
 //!   read-modify-write, which also drops its searching count), issues a `SeqCst` fence, then
 //!   checks every queue once more before it parks. If it finds work there it stays awake,
-//!   and searching: a notifier may have left that work to it, and it may run another task
-//!   first, so the end of its search must pass the look on. But if half the workers already
-//!   search, no other may, and if the work is in the others' queues, where only a searcher
-//!   takes it, the worker parks after all (as tokio's does): the searchers it counted after
-//!   its look each end their search later, either announcing a sleep of their own and
-//!   looking again, or, the last of them, by finding work and waking a sleeper (this worker,
-//!   still announced, or one that searches in its place). Without that it would come round
-//!   to the same look, and stay awake, for as long as the work waits for a searcher.
+//!   and searches unless half the workers already do: a notifier may have left that work to
+//!   it, and it may run another task first, so the end of its search must pass the look on.
+//!   (Refused a search, it takes what it found from the injector or its own queues itself.)
+//! - **Leaving work to the searchers.** If half the workers already search and the work
+//!   found is only in the others' queues, which a worker takes only by searching, the worker
+//!   parks after all, as tokio's does, rather than come round to the same look for as long
+//!   as the work waits. It issues a `SeqCst` fence after its look and then reads the
+//!   searching count: each searcher counted there ends its search later in the `SeqCst`
+//!   order, and so after the fence. It ends it either by announcing a sleep, and then its own
+//!   look after its fence sees what this worker's saw, or by finding work, and then, if no
+//!   other search has begun meanwhile, it is the last and wakes a sleeper (this worker, still
+//!   announced, or another), whose search begins after the fence too. A searcher that looks
+//!   again may itself park by this rule while others search; the last of them cannot.
 //! - **Taking a batch.** A worker that moves several tasks into its queue at once (a batch
 //!   from the injector or from another worker) has them in neither queue for a while, where
 //!   a worker going to sleep may look in vain. A searcher covers that with the end of its
@@ -131,9 +136,18 @@ impl Idle {
     }
 
     /// Whether half the workers or more search (so at least one does): then no other starts.
-    pub(crate) fn searchers_are_enough(&self, workers: usize) -> bool {
+    fn searchers_are_enough(&self, workers: usize) -> bool {
         let state = self.state.load(Ordering::SeqCst);
         2 * (state & SEARCHING_MASK) >= workers
+    }
+
+    /// A worker going to sleep, which saw work only in the other workers' queues after its
+    /// announcement: whether to leave it to the searchers, as half the workers or more
+    /// search. The fence orders the caller's look before the searchers' later looks, or
+    /// before the search of the worker the last of them wakes (see the module notes).
+    pub(crate) fn leave_to_searchers(&self, workers: usize) -> bool {
+        fence(Ordering::SeqCst);
+        self.searchers_are_enough(workers)
     }
 }
 

@@ -839,7 +839,7 @@ impl Worker {
         let skip = match shared.work_seen_by(self.index) {
             WorkSeen::Nothing => false,
             WorkSeen::Its => true,
-            WorkSeen::Others => !shared.idle.searchers_are_enough(shared.remotes.len()),
+            WorkSeen::Others => !shared.idle.leave_to_searchers(shared.remotes.len()),
         } || shared.is_shutdown();
         if !skip {
             let metrics = shared.driver.metrics();
