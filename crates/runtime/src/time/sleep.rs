@@ -112,9 +112,9 @@ pin_project! {
 }
 
 // The constructors take the driver, not the `Handle`: only a reference to the driver comes out of
-// the thread-local access, and the timer is built after it, in place. Building the 96-byte
-// timer inside `Handle::with_current`'s closure moved it through the closure's result and an
-// `Option`, which made `timeout` around a ready future 1.2x tokio's cost instead of 0.94x
+// the thread-local access, and the timer is built after it, in place. Building the timer (96
+// bytes then) inside `Handle::with_current`'s closure moved it through the closure's result and
+// an `Option`, which made `timeout` around a ready future 1.2x tokio's cost instead of 0.94x
 // (docs/benchmarks.md, (a)).
 impl Sleep {
     /// Polls the timer without the cooperative budget (see `task::coop`).
