@@ -93,6 +93,8 @@ models=(
     "79-held-tasks-not-counted-as-work runtime a_task_held_back_while_the_other_worker_goes_to_sleep_is_counted_as_work"
     "80-injector-batch-wakes-no-one runtime a_batch_taken_from_the_injector_by_a_worker_not_searching_wakes_the_other"
     "81-work-left-to-searchers-that-are-not-there runtime a_task_held_back_while_the_other_worker_goes_to_sleep_is_counted_as_work"
+    "82-searchers-counted-before-the-announcement scheduler_idle a_worker_that_leaves_work_to_a_searcher_is_woken_for_it"
+    "83-look-that-found-work-ends-the-sleep-not-searching scheduler_idle a_worker_whose_look_finds_work_comes_back_searching"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

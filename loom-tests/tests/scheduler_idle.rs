@@ -12,7 +12,7 @@
 //! the notifiers left to the searchers.
 #![cfg(loom)]
 
-use escapement::loom_api::{Driver, Idle, Parker};
+use escapement::loom_api::{Driver, Idle, Parker, WorkSeen};
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
@@ -30,8 +30,14 @@ fn work_pushed_while_a_worker_goes_to_sleep_is_not_lost() {
             thread::spawn(move || {
                 // The worker's loop, cut down to waiting for one piece of work.
                 while !work.load(Ordering::Acquire) {
-                    idle.transition_to_sleeping(1, false);
-                    if work.load(Ordering::Acquire) {
+                    let park = idle.announce_sleep(1, false, 2, || {
+                        if work.load(Ordering::Acquire) {
+                            WorkSeen::Its
+                        } else {
+                            WorkSeen::Nothing
+                        }
+                    });
+                    if !park {
                         idle.transition_from_sleeping(1);
                         break;
                     }
@@ -128,8 +134,17 @@ fn the_last_searcher_to_find_work_wakes_a_sleeper_for_the_rest() {
                     if take(&queue) {
                         break;
                     }
-                    idle.transition_to_sleeping(1, searching);
-                    if take(&queue) {
+                    // The look takes the task it sees.
+                    let mut took = false;
+                    idle.announce_sleep(1, searching, 2, || {
+                        took = take(&queue);
+                        if took {
+                            WorkSeen::Its
+                        } else {
+                            WorkSeen::Nothing
+                        }
+                    });
+                    if took {
                         searching = !idle.transition_from_sleeping(1);
                         break;
                     }
@@ -161,6 +176,149 @@ fn the_last_searcher_to_find_work_wakes_a_sleeper_for_the_rest() {
         if let Some(sleeper) = idle.end_search() {
             assert_eq!(sleeper, 1);
             unparker.unpark();
+        }
+        pusher.join().unwrap();
+        worker1.join().unwrap();
+    });
+}
+
+/// Worker 0 searches, and two tasks wait in its own queue (timers it fired there, or a batch
+/// it took), so worker 1, refused a search and going to sleep, sees work only in the other's
+/// queue while half the workers (one of two) search: it leaves the work to the searcher and
+/// parks (`idle.rs`, "Leaving work to the searchers"). Worker 0 takes one task and keeps its
+/// thread (a long poll). Whichever of the two moves first, worker 1 must end up with the
+/// other task:
+/// - worker 0 stops searching after worker 1 announced its sleep: as the last searcher, it
+///   wakes worker 1 (counted as searching) to look;
+/// - worker 0 stops searching before: worker 1, which reads the count after its
+///   announcement, sees no searcher and stays awake to take the task. Read before (mutant
+///   82) or not at all (mutant 81), the count leaves the task to no one, and loom reports the
+///   deadlock.
+#[test]
+fn a_worker_that_leaves_work_to_a_searcher_is_woken_for_it() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(false);
+        let idle = Arc::new(Idle::new(2));
+        // Worker 0's queue, which worker 1 takes from only by searching.
+        let queue = Arc::new(Mutex::new(2));
+        let (parker, unparker) = Parker::new(&driver);
+        assert!(idle.try_transition_to_searching(2));
+
+        let worker1 = {
+            let (idle, queue) = (idle.clone(), queue.clone());
+            thread::spawn(move || {
+                // The worker's loop, cut down to stealing one task: its own queues and the
+                // injector are empty.
+                let mut searching = false;
+                loop {
+                    searching = searching || idle.try_transition_to_searching(2);
+                    if searching && take(&queue) {
+                        break;
+                    }
+                    let park = idle.announce_sleep(1, std::mem::take(&mut searching), 2, || {
+                        if *queue.lock().unwrap() > 0 {
+                            WorkSeen::Others
+                        } else {
+                            WorkSeen::Nothing
+                        }
+                    });
+                    if park {
+                        parker.park();
+                    }
+                    searching = !idle.transition_from_sleeping(1);
+                }
+                assert_eq!(idle.end_search(), None, "no one else sleeps");
+            })
+        };
+
+        // Worker 0: takes a task from its own queue, stops searching, and runs the task
+        // without looking again.
+        assert!(take(&queue));
+        if let Some(sleeper) = idle.end_search() {
+            assert_eq!(sleeper, 1);
+            unparker.unpark();
+        }
+        worker1.join().unwrap();
+    });
+}
+
+/// Worker 0 searches and worker 1 sleeps while a thread pushes two tasks: a push that finds
+/// the searcher wakes no one. Worker 0's search found nothing before they came, so it goes to
+/// sleep, stopping its search, and its look sees them. It takes one and keeps its thread (a
+/// long poll), so it must come back from its look as a searcher, the only one: the end of
+/// that search wakes worker 1 for the other task. Back from the look without searching
+/// (mutant 83), it leaves the task the pushes left to its search to no one, and loom reports
+/// the deadlock. A push after worker 0's announcement wakes worker 0, the last to sleep, as a
+/// searcher, to the same end.
+#[test]
+fn a_worker_whose_look_finds_work_comes_back_searching() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(false);
+        let idle = Arc::new(Idle::new(2));
+        let queue = Arc::new(Mutex::new(0));
+        let (parker0, unparker0) = Parker::new(&driver);
+        let (parker1, unparker1) = Parker::new(&driver);
+        let seen = |queue: &Mutex<usize>| {
+            if *queue.lock().unwrap() > 0 {
+                WorkSeen::Its
+            } else {
+                WorkSeen::Nothing
+            }
+        };
+        assert!(idle.announce_sleep(1, false, 2, || seen(&queue)));
+        assert!(idle.try_transition_to_searching(2));
+
+        let worker1 = {
+            let (idle, queue, unparker0) = (idle.clone(), queue.clone(), unparker0.clone());
+            thread::spawn(move || {
+                // The worker's loop, cut down to taking one task, from its first park on.
+                let mut park = true;
+                loop {
+                    if park {
+                        parker1.park();
+                    }
+                    let searching = idle.end_sleep(1, park, 2);
+                    if take(&queue) {
+                        if searching {
+                            if let Some(sleeper) = idle.end_search() {
+                                assert_eq!(sleeper, 0);
+                                unparker0.unpark();
+                            }
+                        }
+                        break;
+                    }
+                    park = idle.announce_sleep(1, searching, 2, || seen(&queue));
+                }
+            })
+        };
+        let pusher = {
+            let (idle, queue, unparker1) = (idle.clone(), queue.clone(), unparker1.clone());
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    *queue.lock().unwrap() += 1;
+                    match idle.worker_to_notify() {
+                        Some(0) => unparker0.unpark(),
+                        Some(_) => unparker1.unpark(),
+                        None => {}
+                    }
+                }
+            })
+        };
+
+        // Worker 0: its search found nothing; it goes to sleep, looks again, and takes one
+        // task (seen in its look, or pushed after it, with a wake), then runs it without
+        // looking again.
+        let park = idle.announce_sleep(0, true, 2, || seen(&queue));
+        if park {
+            parker0.park();
+        }
+        let searching = idle.end_sleep(0, park, 2);
+        assert!(take(&queue));
+        if searching {
+            if let Some(sleeper) = idle.end_search() {
+                assert_eq!(sleeper, 1);
+                unparker1.unpark();
+            }
         }
         pusher.join().unwrap();
         worker1.join().unwrap();

@@ -349,6 +349,14 @@ impl Unparker {
     }
 }
 
+/// Where a worker going to sleep saw work when it looked again: nowhere, in a queue it takes
+/// from itself, or only in the other workers' queues.
+pub enum WorkSeen {
+    Nothing,
+    Its,
+    Others,
+}
+
 /// The scheduler's sleep/notify bookkeeping.
 pub struct Idle(crate::scheduler::Idle);
 
@@ -361,8 +369,25 @@ impl Idle {
         self.0.worker_to_notify()
     }
 
-    pub fn transition_to_sleeping(&self, worker: usize, searching: bool) {
-        self.0.transition_to_sleeping(worker, searching);
+    /// Announces the worker's sleep, looks again (`look`), and returns whether it may park.
+    pub fn announce_sleep(
+        &self,
+        worker: usize,
+        searching: bool,
+        workers: usize,
+        look: impl FnOnce() -> WorkSeen,
+    ) -> bool {
+        self.0
+            .announce_sleep(worker, searching, workers, || match look() {
+                WorkSeen::Nothing => crate::scheduler::WorkSeen::Nothing,
+                WorkSeen::Its => crate::scheduler::WorkSeen::Its,
+                WorkSeen::Others => crate::scheduler::WorkSeen::Others,
+            })
+    }
+
+    /// The worker is awake again; returns whether it searches.
+    pub fn end_sleep(&self, worker: usize, parked: bool, workers: usize) -> bool {
+        self.0.end_sleep(worker, parked, workers)
     }
 
     pub fn transition_from_sleeping(&self, worker: usize) -> bool {

@@ -82,8 +82,27 @@ impl Idle {
         Some(worker)
     }
 
-    /// The worker is about to park. The caller must check the queues again afterwards.
-    pub(crate) fn transition_to_sleeping(&self, worker: usize, searching: bool) {
+    /// The worker is going to sleep: announces it (its search ends, if `searching`), looks
+    /// at the queues once more (`look`), and returns whether it may park: it saw no work, or
+    /// saw work only in the other workers' queues while half the workers search, and leaves
+    /// that work to them. It stays announced either way; `end_sleep` ends it.
+    pub(crate) fn announce_sleep(
+        &self,
+        worker: usize,
+        searching: bool,
+        workers: usize,
+        look: impl FnOnce() -> WorkSeen,
+    ) -> bool {
+        self.transition_to_sleeping(worker, searching);
+        match look() {
+            WorkSeen::Nothing => true,
+            WorkSeen::Its => false,
+            WorkSeen::Others => self.leave_to_searchers(workers),
+        }
+    }
+
+    /// Adds the worker to the sleepers; the caller checks the queues again afterwards.
+    fn transition_to_sleeping(&self, worker: usize, searching: bool) {
         let mut sleepers = self.sleepers.lock();
         sleepers.push(worker);
         let delta = if searching {
@@ -96,6 +115,21 @@ impl Idle {
         // Orders the announcement before the caller's re-check of the queues; pairs with the
         // fence in `worker_to_notify`.
         fence(Ordering::SeqCst);
+    }
+
+    /// The worker is awake again, after its park or, if `parked` is false, after its look
+    /// found work. Returns whether it searches now: a notifier that took it off the sleepers
+    /// counts it as searching; and a worker whose look found work searches unless half the
+    /// workers already do (a lone worker never searches). That work may be what a notifier
+    /// left to it when it searched, or what a worker took in a batch while it looked (which
+    /// then woke no one, as this worker searched or was awake), and it may run another task
+    /// first (from the injector, on the turn that looks there first): the end of its search
+    /// passes the look for the rest on to a sleeper.
+    pub(crate) fn end_sleep(&self, worker: usize, parked: bool, workers: usize) -> bool {
+        if !self.transition_from_sleeping(worker) {
+            return true;
+        }
+        !parked && workers > 1 && self.try_transition_to_searching(workers)
     }
 
     /// The worker is awake again. Returns `true` if it took itself off the sleepers (it
@@ -143,12 +177,22 @@ impl Idle {
 
     /// A worker going to sleep, which saw work only in the other workers' queues after its
     /// announcement: whether to leave it to the searchers, as half the workers or more
-    /// search. The fence orders the caller's look before the searchers' later looks, or
-    /// before the search of the worker the last of them wakes (see the module notes).
-    pub(crate) fn leave_to_searchers(&self, workers: usize) -> bool {
+    /// search. The fence orders the look before the searchers' later looks, or before the
+    /// search of the worker the last of them wakes (see the module notes).
+    fn leave_to_searchers(&self, workers: usize) -> bool {
         fence(Ordering::SeqCst);
         self.searchers_are_enough(workers)
     }
+}
+
+/// Where a worker going to sleep saw work when it looked again.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum WorkSeen {
+    Nothing,
+    /// Work the worker takes itself: in the injector or in its own queues.
+    Its,
+    /// Work only in the other workers' queues, which it takes by stealing (searching).
+    Others,
 }
 
 fn should_wake(state: usize) -> bool {

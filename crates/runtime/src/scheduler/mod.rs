@@ -25,7 +25,7 @@ use crate::task::{BlockingJob, BlockingPool, Notified, Schedule, Task};
 use crate::time::driver::Driver;
 
 pub(crate) use current::CoreSlot;
-pub(crate) use idle::Idle;
+pub(crate) use idle::{Idle, WorkSeen};
 pub(crate) use queue::{Injector, Local, Stealer};
 
 /// What every worker and every task of one runtime share.
@@ -56,16 +56,6 @@ pub(crate) struct Shared {
     /// A current-thread runtime's worker, while no `block_on` runs it; `None` for a
     /// multi-threaded runtime (`current.rs`).
     pub(crate) core_slot: Option<CoreSlot>,
-}
-
-/// What [`Shared::work_seen_by`] found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum WorkSeen {
-    Nothing,
-    /// Work the worker takes itself: in the injector or in its own queues.
-    Its,
-    /// Work only in the other workers' queues, which it takes by stealing (searching).
-    Others,
 }
 
 /// What other threads need to reach one worker.

@@ -83,7 +83,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use super::queue::{Local, Steal};
-use super::{Shared, WorkSeen};
+use super::Shared;
 use crate::loom::{thread_local_const, Arc, Mutex};
 use crate::park::Parker;
 use crate::runtime::context;
@@ -829,18 +829,17 @@ impl Worker {
         let shared = &self.handle.shared;
         shared.hooks.park();
         let was_searching = std::mem::take(&mut self.searching);
-        shared
+        // Announce, then look at the queues again (the protocol of `idle.rs`). Work only the
+        // others' queues hold, this worker would take by searching; if it may not (half the
+        // workers search), it sleeps rather than come round again until they have taken it:
+        // the searchers, counted after this look, cover it.
+        let workers = shared.remotes.len();
+        let skip = !shared
             .idle
-            .transition_to_sleeping(self.index, was_searching);
-        // Re-check after announcing: see the protocol in `idle.rs`. Work only the others'
-        // queues hold, this worker would take by searching; if it may not (half the workers
-        // search), it sleeps rather than come round again until they have taken it: the
-        // searchers, counted after this look, cover it.
-        let skip = match shared.work_seen_by(self.index) {
-            WorkSeen::Nothing => false,
-            WorkSeen::Its => true,
-            WorkSeen::Others => !shared.idle.leave_to_searchers(shared.remotes.len()),
-        } || shared.is_shutdown();
+            .announce_sleep(self.index, was_searching, workers, || {
+                shared.work_seen_by(self.index)
+            })
+            || shared.is_shutdown();
         if !skip {
             let metrics = shared.driver.metrics();
             if metrics.enabled() {
@@ -871,18 +870,8 @@ impl Worker {
                 metrics.worker_unparked(self.index);
             }
         }
-        if !shared.idle.transition_from_sleeping(self.index) {
-            // A notifier took us off the sleepers and counts us as searching.
-            self.searching = true;
-        } else if skip && shared.remotes.len() > 1 {
-            // The work seen in the re-check may be what a notifier left to this worker when
-            // it searched, or what a worker took in a batch while this one looked (it then
-            // woke no one, as this one was searching or awake). This worker may run other
-            // work first (a task from the injector, on the turn that looks there first), so
-            // it searches: the search's end passes the look for the rest on to a sleeper.
-            let workers = shared.remotes.len();
-            self.searching = shared.idle.try_transition_to_searching(workers);
-        }
+        // Woken by a notifier, or having seen work in its look, it may search (`idle.rs`).
+        self.searching = shared.idle.end_sleep(self.index, !skip, workers);
         shared.hooks.unpark();
     }
 
