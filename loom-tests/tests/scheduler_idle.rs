@@ -225,7 +225,7 @@ fn a_worker_that_leaves_work_to_a_searcher_is_woken_for_it() {
                     if park {
                         parker.park();
                     }
-                    searching = !idle.transition_from_sleeping(1);
+                    searching = idle.end_sleep(1, park, 2);
                 }
                 assert_eq!(idle.end_search(), None, "no one else sleeps");
             })
