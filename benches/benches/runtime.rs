@@ -41,6 +41,13 @@
 //! - `yield_now`: `task::yield_now` in a loop, the task alone on its runtime, on 1 and on 2
 //!   workers: what holding a task back after its yield and queueing it again costs when
 //!   nothing else is ready.
+//! - `ping_pong`, `ping_pong_outside`: [`PING_PONG_PAIRS`] pairs of tasks, each pair
+//!   sending a message back and forth over two bounded channels of the `futures` crate (the
+//!   same for both runtimes), on 1 and on 2 workers, by wall time per message: the
+//!   message-passing pattern a worker's LIFO slot serves, where the receiver a send wakes
+//!   runs next, while the channel is still in the cache, instead of behind every other pair.
+//!   The pairs are spawned by a task, or by `block_on`'s thread (`_outside`, in runs of
+//!   [`OUTSIDE_ROUNDS`] round trips a pair, awaited there, as a program's `main` would).
 //!
 //! Every measured loop runs inside a spawned task that `block_on` awaits, not in `block_on`
 //! itself: a runtime's timers are meant to be used from its tasks, and with one worker the
@@ -112,6 +119,7 @@ fn main() {
     select_join(&mut c);
     current_thread(&mut c);
     yield_now(&mut c);
+    ping_pong(&mut c);
     c.final_summary();
 }
 
@@ -686,4 +694,122 @@ fn thread_cpu_time() -> Duration {
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     assert_eq!(rc, 0, "clock_gettime: {}", std::io::Error::last_os_error());
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Pairs of tasks in `ping_pong`.
+const PING_PONG_PAIRS: u64 = 1000;
+
+/// Round trips of each pair in `ping_pong_outside`.
+const OUTSIDE_ROUNDS: u64 = 100;
+
+/// (p) message passing between pairs of tasks, on 1 and 2 workers, by wall time per message:
+/// the pairs spawned by a task and exchanging as many messages as criterion asks
+/// (`ping_pong`), and spawned by `block_on`'s thread, [`OUTSIDE_ROUNDS`] round trips each,
+/// then awaited there (`ping_pong_outside`).
+fn ping_pong(c: &mut Criterion) {
+    let mut group = c.benchmark_group("ping_pong");
+    for workers in [1, 2] {
+        bench_ping_pong(&mut group, workers, &Escapement::new(workers));
+        bench_ping_pong(&mut group, workers, &Tokio::new(workers));
+    }
+    group.finish();
+    let mut group = c.benchmark_group("ping_pong_outside");
+    for workers in [1, 2] {
+        bench_ping_pong_outside(&mut group, workers, &Escapement::new(workers));
+        bench_ping_pong_outside(&mut group, workers, &Tokio::new(workers));
+    }
+    group.finish();
+}
+
+/// Benchmarks [`PING_PONG_PAIRS`] pairs spawned by a task and exchanging about `iters`
+/// messages in all, as `R::NAME/{workers}w`; the time is scaled to `iters` messages exactly.
+fn bench_ping_pong<R: Rt>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    workers: usize,
+    rt: &R,
+) {
+    let id = BenchmarkId::new(R::NAME, format!("{workers}w"));
+    group.bench_function(id, |b| {
+        b.iter_custom(|iters| {
+            let rounds = iters.div_ceil(2 * PING_PONG_PAIRS);
+            let messages = rounds * 2 * PING_PONG_PAIRS;
+            let elapsed = rt.block_on(rt.spawn(async move {
+                let start = Instant::now();
+                let (mut pingers, mut answerers) = (Vec::new(), Vec::new());
+                for _ in 0..PING_PONG_PAIRS {
+                    let (pinger, answerer) = ping_pong_pair(rounds);
+                    pingers.push(R::spawn_here(pinger));
+                    answerers.push(R::spawn_here(answerer));
+                }
+                for (pinger, answerer) in pingers.into_iter().zip(answerers) {
+                    pinger.await;
+                    answerer.await;
+                }
+                start.elapsed()
+            }));
+            elapsed.mul_f64(iters as f64 / messages as f64)
+        })
+    });
+}
+
+/// Benchmarks runs of [`PING_PONG_PAIRS`] pairs spawned by `block_on`'s thread, each doing
+/// [`OUTSIDE_ROUNDS`] round trips, awaited there, as `R::NAME/{workers}w`: enough runs for
+/// `iters` messages, the time scaled to `iters` messages exactly.
+fn bench_ping_pong_outside<R: Rt>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    workers: usize,
+    rt: &R,
+) {
+    let id = BenchmarkId::new(R::NAME, format!("{workers}w"));
+    group.bench_function(id, |b| {
+        b.iter_custom(|iters| {
+            let per_run = 2 * PING_PONG_PAIRS * OUTSIDE_ROUNDS;
+            let runs = iters.div_ceil(per_run);
+            let start = Instant::now();
+            for _ in 0..runs {
+                rt.block_on(async {
+                    let (mut pingers, mut answerers) = (Vec::new(), Vec::new());
+                    for _ in 0..PING_PONG_PAIRS {
+                        let (pinger, answerer) = ping_pong_pair(OUTSIDE_ROUNDS);
+                        pingers.push(rt.spawn(pinger));
+                        answerers.push(rt.spawn(answerer));
+                    }
+                    for (pinger, answerer) in pingers.into_iter().zip(answerers) {
+                        pinger.await;
+                        answerer.await;
+                    }
+                });
+            }
+            start
+                .elapsed()
+                .mul_f64(iters as f64 / (runs * per_run) as f64)
+        })
+    });
+}
+
+/// One pair: a pinger that sends `rounds` messages and waits for each answer, and the
+/// answerer, which sends each message back.
+fn ping_pong_pair(
+    rounds: u64,
+) -> (
+    impl Future<Output = ()> + Send + 'static,
+    impl Future<Output = ()> + Send + 'static,
+) {
+    use futures::{SinkExt, StreamExt};
+
+    let (mut ping, mut pings) = futures::channel::mpsc::channel::<u64>(1);
+    let (mut pong, mut pongs) = futures::channel::mpsc::channel::<u64>(1);
+    let pinger = async move {
+        for round in 0..rounds {
+            ping.send(round).await.expect("the answerer waits");
+            let answer = pongs.next().await.expect("an answer");
+            debug_assert_eq!(answer, round);
+        }
+    };
+    let answerer = async move {
+        while let Some(message) = pings.next().await {
+            pong.send(message).await.expect("the pinger waits");
+        }
+    };
+    (pinger, answerer)
 }

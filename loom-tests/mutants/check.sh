@@ -95,6 +95,8 @@ models=(
     "81-work-left-to-searchers-that-are-not-there runtime a_task_held_back_while_the_other_worker_goes_to_sleep_is_counted_as_work"
     "82-searchers-counted-before-the-announcement scheduler_idle a_worker_that_leaves_work_to_a_searcher_is_woken_for_it"
     "83-look-that-found-work-ends-the-sleep-not-searching scheduler_idle a_worker_whose_look_finds_work_comes_back_searching"
+    "84-lifo-slot-never-stolen runtime a_task_spawned_by_a_blocked_worker_is_stolen_by_the_other"
+    "85-lifo-slot-not-counted-as-work runtime a_task_in_the_slot_while_the_other_worker_goes_to_sleep_is_counted_as_work"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

@@ -178,6 +178,34 @@ fn a_task_held_back_while_the_other_worker_goes_to_sleep_is_counted_as_work() {
     });
 }
 
+/// Two workers: the other worker looks for work while the first is in a task that waits at
+/// a gate, finds none, and is going to sleep; meanwhile the task passes the gate, spawns a
+/// task, and blocks its worker's thread until that one has run. The new task goes to the
+/// worker's LIFO slot, which it will not get back to, and the spawn wakes no one when it
+/// finds the other worker searching: that worker, looking again as it goes to sleep, must
+/// count the slot's task as work and take it (`work_seen_by`), or it sleeps through it
+/// (mutant 85) and loom reports the deadlock.
+#[test]
+fn a_task_in_the_slot_while_the_other_worker_goes_to_sleep_is_counted_as_work() {
+    check_two_workers(|runtime, ran| {
+        let gate = loom::sync::Arc::new(loom::sync::Mutex::new(()));
+        let closed = gate.lock().unwrap();
+        let gated = gate.clone();
+        runtime.block_on(async move {
+            let first = escapement::spawn(async move {
+                drop(gated.lock().unwrap());
+                let child = ran.clone();
+                drop(escapement::spawn(async move { child.set() }));
+                ran.wait();
+            });
+            loom::thread::yield_now();
+            drop(closed);
+            first.await.unwrap();
+        });
+        drop(runtime);
+    });
+}
+
 /// Two workers: `block_on`'s thread spawns three tasks, which go to the injector; the first
 /// blocks its worker's thread until the second has run, the third does nothing. A worker that
 /// is awake but not searching can take the first two in one batch (half of the injector,

@@ -64,7 +64,9 @@ mod imp {
     /// std's atomic for a counter in a `static`, whose increments order nothing: the
     /// process-wide counters of task ids and runtime ids.
     pub(crate) use std::sync::atomic::AtomicU64 as StaticAtomicU64;
-    pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{
+        fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering,
+    };
     pub(crate) use std::sync::Arc;
     /// std's `Arc` under its own name in both builds: `Waker::from` (for `std::task::Wake`)
     /// takes only std's, and what uses it (`JoinSet`) runs in no loom model.

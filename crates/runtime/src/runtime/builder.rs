@@ -10,7 +10,7 @@ use crate::loom::{Arc, CallbackArc};
 use crate::park::Parker;
 use crate::scheduler::worker::{self, Core, LiveWorker, Park, Worker};
 use crate::scheduler::{CoreSlot, Local, Remote, Shared};
-use crate::task::BlockingPool;
+use crate::task::{BlockingPool, Slot};
 use crate::time::clock::Clock;
 use crate::time::driver::Driver;
 use crate::time::park::DriverParker;
@@ -524,6 +524,7 @@ impl Builder {
             remotes.push(Remote {
                 stealer: queue.stealer(),
                 held: held.stealer(),
+                lifo: Slot::new(),
                 unparker,
             });
             cores.push(Core { queue, held, park });

@@ -199,6 +199,7 @@ impl Runtime {
                 shared.owned.close_and_shutdown_all();
             }
             shared.drain_injector();
+            shared.drain_lifo_slots();
             shared.driver.shutdown();
         }
         // Then for the threads in the closure of a `block_in_place` that handed their worker

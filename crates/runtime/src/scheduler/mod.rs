@@ -21,7 +21,7 @@ use crate::park::Unparker;
 use crate::runtime::thread_hooks::ThreadHooks;
 use crate::runtime::{Handle, Id as RuntimeId};
 use crate::task::list::OwnedTasks;
-use crate::task::{BlockingJob, BlockingPool, Notified, Schedule, Task};
+use crate::task::{BlockingJob, BlockingPool, Notified, Schedule, Slot, Task};
 use crate::time::driver::Driver;
 
 pub(crate) use current::CoreSlot;
@@ -64,6 +64,9 @@ pub(crate) struct Remote {
     /// The tasks it holds back after they yielded, which others take only when they find
     /// nothing else (`worker.rs`).
     pub(crate) held: Stealer<Notified<Handle>>,
+    /// The task it runs next, woken by the task it polls (`worker.rs`); others take it only
+    /// when they find nothing in the queues nor in the injector.
+    pub(crate) lifo: Slot<Handle>,
     /// `None` for worker 0, which sleeps on the timer driver.
     pub(crate) unparker: Option<Unparker>,
 }
@@ -107,19 +110,26 @@ impl Shared {
         self.shutdown.load(Ordering::SeqCst)
     }
 
-    /// Where worker `index` sees a task (the tasks held back after a yield included): in a
-    /// queue it takes from without stealing (the injector, its own queue, its own held tasks),
-    /// only in the other workers' queues, or nowhere.
+    /// Where worker `index` sees a task (those held back after a yield and those in the LIFO
+    /// slots included): in a queue it takes from without stealing (the injector, its own
+    /// queue, held tasks and slot), only in the other workers' queues, or nowhere.
+    ///
+    /// A worker holds a task back during a poll and then takes its next task from its queue
+    /// or its slot, so the look reads those two before the held tasks: if the task to run
+    /// next has left, the one held back before it is seen. (The slot's `Acquire` check pairs
+    /// with its take, see `task/slot.rs`.)
     pub(crate) fn work_seen_by(&self, index: usize) -> WorkSeen {
         let mine = &self.remotes[index];
-        if !self.injector.is_empty() || !mine.stealer.is_empty() || !mine.held.is_empty() {
+        if !self.injector.is_empty()
+            || !mine.stealer.is_empty()
+            || !mine.lifo.is_empty()
+            || !mine.held.is_empty()
+        {
             return WorkSeen::Its;
         }
-        let elsewhere = self
-            .remotes
-            .iter()
-            .enumerate()
-            .any(|(i, r)| i != index && (!r.stealer.is_empty() || !r.held.is_empty()));
+        let elsewhere = self.remotes.iter().enumerate().any(|(i, r)| {
+            i != index && (!r.stealer.is_empty() || !r.lifo.is_empty() || !r.held.is_empty())
+        });
         if elsewhere {
             WorkSeen::Others
         } else {
@@ -159,6 +169,14 @@ impl Shared {
     pub(crate) fn drain_injector(&self) {
         while let Some(task) = steal_any(&self.injector) {
             drop(task);
+        }
+    }
+
+    /// Drops the tasks left in the workers' LIFO slots, as a shutdown does with the
+    /// injector's: a worker that exits empties its own, but one may not have started.
+    pub(crate) fn drain_lifo_slots(&self) {
+        for remote in &*self.remotes {
+            drop(remote.lifo.take());
         }
     }
 

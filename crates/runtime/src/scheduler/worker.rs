@@ -4,6 +4,15 @@
 //! `global_queue_interval` turns, 61 unless the builder says otherwise and 31 on a
 //! current-thread runtime, so outside work is not starved), or stolen from another worker.
 //!
+//! A task that the task being polled wakes or spawns goes to the worker's LIFO slot instead,
+//! if it is empty (the first such task of a poll; the others queue), and runs next, ahead of
+//! the queue and the injector: a message's receiver runs while the message is still in the
+//! cache, as in tokio. At most [`MAX_LIFO_POLLS`] slot tasks run in a row; the next one goes
+//! to the back of the queue, so two tasks that wake each other do not keep it waiting. Unlike
+//! tokio's, the slot can be stolen, though after the queues and the injector: a worker that
+//! blocks in a long poll does not keep the task it woke for that long (`task/slot.rs`). A
+//! current-thread runtime has no slot, as tokio's has none.
+//!
 //! A task that wakes itself to yield (`yield_now`, or a spent budget) is held back, out of the
 //! run queue, as tokio defers such wakes, so that the yield lets everything else that is ready
 //! run first: its worker puts it on a second queue of its core, `held`. The worker queues the
@@ -96,6 +105,10 @@ use crate::time::park::DriverParker;
 /// Every this many turns a worker other than worker 0 looks for overdue timers.
 const OVERDUE_CHECK_INTERVAL: u32 = 4;
 
+/// The most tasks a worker runs in a row from its LIFO slot, tokio's figure: two tasks that
+/// wake each other would otherwise keep the queue waiting.
+const MAX_LIFO_POLLS: u32 = 3;
+
 type Task = Notified<Handle>;
 
 thread_local_const! {
@@ -161,6 +174,9 @@ struct WorkerLocal {
     queue: Option<Local<Task>>,
     /// `None` with `queue`.
     held: Option<Local<Task>>,
+    /// Whether a task woken by the task this worker polls goes to its LIFO slot: on a
+    /// multi-threaded runtime (a current-thread one keeps FIFO order, as tokio's does).
+    lifo: bool,
     /// Taken out while the worker parks; `None` too once handed off.
     park: Option<Park>,
     /// In the closure of `block_in_place`, after handing the core off.
@@ -196,20 +212,32 @@ pub(crate) struct Worker {
     rng: u32,
     /// Worker 0's: when it reads the clock next to fire due timers.
     pace: ClockPace,
+    /// Tasks run in a row from the LIFO slot.
+    lifo_polls: u32,
 }
 
 /// Pushes `task` onto this thread's local queue if this thread is a worker of `shared`;
-/// gives the task back otherwise.
+/// gives the task back otherwise. The first task that the task the worker polls wakes (or
+/// spawns) goes to its LIFO slot instead, to run next.
 pub(crate) fn push_local(shared: &Shared, task: Task) -> Result<(), Task> {
     let mut task = Some(task);
     let pushed = LOCAL
         .try_with(|local| match &*local.borrow() {
             Some(WorkerLocal {
                 handle,
+                index,
                 queue: Some(queue),
+                lifo,
                 ..
             }) if std::ptr::eq(&*handle.shared, shared) => {
-                queue.push(task.take().expect("pushed once"));
+                let task = task.take().expect("pushed once");
+                if *lifo && ROLE.with(Cell::get) == Role::Polling {
+                    if let Err(task) = shared.remotes[*index].lifo.put(task) {
+                        queue.push(task);
+                    }
+                } else {
+                    queue.push(task);
+                }
                 true
             }
             _ => false,
@@ -512,6 +540,7 @@ pub(crate) fn install(handle: &Handle, index: usize, core: Core) -> Installed {
             index,
             queue: Some(core.queue),
             held: Some(core.held),
+            lifo: handle.shared.core_slot.is_none(),
             park: Some(core.park),
             in_closure: false,
             outer,
@@ -583,6 +612,7 @@ impl Worker {
             turn: 0,
             rng: 0x9E37_79B9 ^ (index as u32 + 1).wrapping_mul(0x85EB_CA6B),
             pace: ClockPace::default(),
+            lifo_polls: 0,
         }
     }
 
@@ -765,6 +795,21 @@ impl Worker {
         // Borrowed, not cloned: a clone would write the `Arc`'s count, one line that every
         // worker would then write on every turn. (A field apart from the countdown.)
         let shared = &self.handle.shared;
+        // The task the last one woke runs next, while it is warm in the cache, unless the
+        // slot's tasks have run enough turns in a row: then it goes to the back of the queue.
+        if let Some(task) = shared.remotes[self.index].lifo.take() {
+            if self.lifo_polls < MAX_LIFO_POLLS {
+                self.lifo_polls += 1;
+                return Some(task);
+            }
+            Self::with_queue(|queue| queue.push(task));
+            if shared.remotes.len() > 1 {
+                // On its way it was in neither place, where a worker going to sleep may have
+                // looked for it, after its wake found this worker awake.
+                shared.notify_parked();
+            }
+        }
+        self.lifo_polls = 0;
         self.injector_countdown -= 1;
         if self.injector_countdown == 0 {
             self.injector_countdown = shared.global_queue_interval;
@@ -810,6 +855,13 @@ impl Worker {
                     steal_retrying(|| shared.remotes[i].stealer.steal_batch_and_pop(queue))
                 })
                 .or_else(|| steal_retrying(|| shared.injector.steal_batch_and_pop(queue)))
+                // Then the task another worker runs next: it may be blocked in a long poll.
+                .or_else(|| {
+                    (0..workers)
+                        .map(|i| (start + i) % workers)
+                        .filter(|&i| i != self.index)
+                        .find_map(|i| shared.remotes[i].lifo.take())
+                })
                 // Last, what the others hold back after a yield: their own tasks go first
                 // there, but a worker blocked in a poll would hold them for its length.
                 .or_else(|| {
@@ -906,6 +958,7 @@ impl Drop for Exit {
                         .worker_busy(local.index, since.elapsed());
                 }
                 while queue.pop().is_some() {}
+                drop(self.0.remotes[local.index].lifo.take());
             }
             if let Some(held) = local.held {
                 while held.pop().is_some() {}

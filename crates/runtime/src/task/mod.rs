@@ -17,6 +17,7 @@ pub(crate) mod list;
 mod local;
 mod pool;
 mod raw;
+mod slot;
 mod spawn;
 mod state;
 mod task_local;
@@ -42,6 +43,7 @@ pub use join::JoinHandle;
 pub use join_set::JoinSet;
 pub use local::{spawn_local, LocalEnterGuard, LocalSet};
 pub(crate) use pool::{BlockingPool, Job};
+pub(crate) use slot::Slot;
 pub use task_local::{AccessError, LocalKey};
 pub use yield_now::yield_now;
 
@@ -172,6 +174,24 @@ impl<S: 'static> Notified<S> {
     /// thread will ever run. Its join handle sees a cancelled `JoinError`.
     pub(crate) fn cancel(self) {
         self.0.shutdown();
+    }
+
+    /// Gives the reference up as a pointer, for [`from_raw`](Self::from_raw) to take back.
+    #[cfg(not(loom))]
+    fn into_raw(self) -> NonNull<Header> {
+        let header = self.0.header;
+        std::mem::forget(self);
+        header
+    }
+
+    /// # Safety
+    ///
+    /// `header` came from [`into_raw`](Self::into_raw) of a `Notified<S>`, and is taken back
+    /// once.
+    #[cfg(not(loom))]
+    unsafe fn from_raw(header: NonNull<Header>) -> Self {
+        // SAFETY: the caller gives back the reference `into_raw` gave up.
+        Notified(unsafe { Task::from_raw(header) })
     }
 }
 
