@@ -12,7 +12,7 @@
 //! the notifiers left to the searchers.
 #![cfg(loom)]
 
-use escapement::loom_api::{Driver, Idle, Parker, WorkSeen};
+use escapement::loom_api::{Driver, Idle, Parker, Unparker, WorkSeen};
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
@@ -102,6 +102,15 @@ fn two_unparks_racing_a_park_lose_no_work() {
     });
 }
 
+/// Ends a search, as a worker that found a task does; unparks the sleeper that the last
+/// searcher must wake, which can only be `sleeper`.
+fn end_search(idle: &Idle, sleeper: usize, unparker: &Unparker) {
+    if let Some(woken) = idle.end_search() {
+        assert_eq!(woken, sleeper);
+        unparker.unpark();
+    }
+}
+
 /// Takes one task from `queue` (its count of tasks), if there is one.
 fn take(queue: &Mutex<usize>) -> bool {
     let mut queued = queue.lock().unwrap();
@@ -173,10 +182,7 @@ fn the_last_searcher_to_find_work_wakes_a_sleeper_for_the_rest() {
         while !take(&queue) {
             thread::yield_now();
         }
-        if let Some(sleeper) = idle.end_search() {
-            assert_eq!(sleeper, 1);
-            unparker.unpark();
-        }
+        end_search(&idle, 1, &unparker);
         pusher.join().unwrap();
         worker1.join().unwrap();
     });
@@ -234,10 +240,7 @@ fn a_worker_that_leaves_work_to_a_searcher_is_woken_for_it() {
         // Worker 0: takes a task from its own queue, stops searching, and runs the task
         // without looking again.
         assert!(take(&queue));
-        if let Some(sleeper) = idle.end_search() {
-            assert_eq!(sleeper, 1);
-            unparker.unpark();
-        }
+        end_search(&idle, 1, &unparker);
         worker1.join().unwrap();
     });
 }
@@ -280,10 +283,7 @@ fn a_worker_whose_look_finds_work_comes_back_searching() {
                     let searching = idle.end_sleep(1, park, 2);
                     if take(&queue) {
                         if searching {
-                            if let Some(sleeper) = idle.end_search() {
-                                assert_eq!(sleeper, 0);
-                                unparker0.unpark();
-                            }
+                            end_search(&idle, 0, &unparker0);
                         }
                         break;
                     }
@@ -315,10 +315,7 @@ fn a_worker_whose_look_finds_work_comes_back_searching() {
         let searching = idle.end_sleep(0, park, 2);
         assert!(take(&queue));
         if searching {
-            if let Some(sleeper) = idle.end_search() {
-                assert_eq!(sleeper, 1);
-                unparker1.unpark();
-            }
+            end_search(&idle, 1, &unparker1);
         }
         pusher.join().unwrap();
         worker1.join().unwrap();
