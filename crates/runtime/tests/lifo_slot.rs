@@ -10,17 +10,11 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use escapement::{Builder, JoinHandle, Runtime};
+use escapement::{Builder, Runtime};
 
-/// Awaits a task with a generous real-time bound, so a task left behind fails the test
-/// instead of hanging it.
-fn join<T: Send + 'static>(rt: &Runtime, task: JoinHandle<T>) -> T {
-    let outcome =
-        rt.block_on(async { escapement::time::timeout(Duration::from_secs(20), task).await });
-    outcome
-        .expect("a task was left behind: the awaited task never finished")
-        .expect("the task did not panic")
-}
+mod support;
+
+use support::join_within;
 
 /// A future that is pending until it has been woken (through the waker it registered).
 #[derive(Default)]
@@ -83,7 +77,7 @@ fn order_of_a_wake(rt: &Runtime) -> Vec<&'static str> {
             woken.await.unwrap();
         }
     });
-    join(rt, task);
+    join_within(rt, task);
     let order = order.lock().unwrap().clone();
     order
 }
@@ -154,7 +148,7 @@ fn two_tasks_that_wake_each_other_do_not_keep_the_queue_waiting() {
             (ping.await.unwrap(), pong.await.unwrap())
         }
     });
-    let (ping, pong) = join(&rt, task);
+    let (ping, pong) = join_within(&rt, task);
     // Each polled a handful of times, not for as long as the bound above.
     assert!(ping < 20 && pong < 20, "polled {ping} and {pong} times");
 }
@@ -176,6 +170,6 @@ fn a_task_in_the_slot_of_a_blocked_worker_is_taken_by_another() {
             );
             child.await.unwrap();
         });
-        join(&rt, task);
+        join_within(&rt, task);
     }
 }

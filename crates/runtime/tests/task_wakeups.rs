@@ -13,18 +13,7 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use escapement::{JoinHandle, Runtime};
-
-use support::running;
-
-/// Awaits a task with a generous real-time bound, so a lost wake fails instead of hanging.
-fn join<T: Send + 'static>(rt: &Runtime, task: JoinHandle<T>) -> T {
-    let outcome =
-        rt.block_on(async { escapement::time::timeout(Duration::from_secs(20), task).await });
-    outcome
-        .expect("a wake was lost: the task never finished")
-        .expect("the task did not panic")
-}
+use support::{join_within, running};
 
 /// Fails if two polls of one task overlap.
 #[derive(Default)]
@@ -94,7 +83,7 @@ fn a_task_waking_itself_many_times_is_polled_once_more_per_poll() {
             rounds: 500,
             wakes_per_poll: 50,
         });
-        join(&rt, task);
+        join_within(&rt, task);
         assert_eq!(guard.polls(), 500, "{workers} workers");
     }
 }
@@ -144,7 +133,7 @@ fn a_wake_from_another_thread_during_the_poll_is_not_lost() {
             rounds: 300,
             helper,
         });
-        join(&rt, task);
+        join_within(&rt, task);
         assert_eq!(guard.polls(), 300, "{workers} workers");
         waker_thread.join().expect("the helper ran");
     }
@@ -221,7 +210,7 @@ fn tasks_woken_from_many_threads_at_once_run_one_poll_at_a_time() {
         }
         let total_wakes = wakes.load(Ordering::SeqCst);
         for (task, _) in tasks {
-            let polls = join(&rt, task);
+            let polls = join_within(&rt, task);
             assert!(polls >= 1);
             assert!(
                 polls <= total_wakes + 2,
@@ -253,6 +242,6 @@ fn a_burst_of_wakes_on_an_idle_task_never_overlaps_its_polls() {
     }
     done.store(true, Ordering::SeqCst);
     stored.wake();
-    let polls = join(&rt, task);
+    let polls = join_within(&rt, task);
     assert!(polls <= 10_002, "{polls} polls for 10,001 wakes");
 }

@@ -231,7 +231,7 @@ pub(crate) fn push_local(shared: &Shared, task: Task) -> Result<(), Task> {
                 ..
             }) if std::ptr::eq(&*handle.shared, shared) => {
                 let task = task.take().expect("pushed once");
-                if *lifo && ROLE.with(Cell::get) == Role::Polling {
+                if *lifo && ROLE.try_with(Cell::get).ok() == Some(Role::Polling) {
                     if let Err(task) = shared.remotes[*index].lifo.put(task) {
                         queue.push(task);
                     }

@@ -127,6 +127,16 @@ pub(crate) fn keep_waking_each_other(rt: &Runtime, stop: Arc<AtomicBool>) -> [Jo
     [ping, pong]
 }
 
+/// Awaits a task in `rt` with a generous real-time bound, so a task never run (a lost wake,
+/// a task left where no worker takes it) fails the test instead of hanging it.
+pub(crate) fn join_within<T: Send + 'static>(rt: &Runtime, task: JoinHandle<T>) -> T {
+    let outcome =
+        rt.block_on(async { escapement::time::timeout(Duration::from_secs(20), task).await });
+    outcome
+        .expect("the awaited task never finished: a wake was lost or a task left behind")
+        .expect("the task did not panic")
+}
+
 /// Waits (really) until `done` holds, with a bound that only catches hangs.
 pub(crate) fn wait_until(what: &str, done: impl Fn() -> bool) {
     let start = std::time::Instant::now();
