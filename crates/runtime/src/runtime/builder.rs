@@ -4,6 +4,8 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
+use crossbeam_utils::CachePadded;
+
 use super::thread_hooks::{ThreadHooks, ThreadNames};
 use super::{Handle, Runtime};
 use crate::loom::{Arc, CallbackArc};
@@ -521,12 +523,12 @@ impl Builder {
                 let unparker = parker.unparker();
                 (Park::Thread(parker), Some(unparker))
             };
-            remotes.push(Remote {
+            remotes.push(CachePadded::new(Remote {
                 stealer: queue.stealer(),
                 held: held.stealer(),
                 lifo: Slot::new(),
                 unparker,
-            });
+            }));
             cores.push(Core { queue, held, park });
         }
         // A current-thread runtime's one worker waits in a slot for a `block_on` to run it

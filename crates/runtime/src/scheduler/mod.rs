@@ -16,6 +16,8 @@ pub(crate) mod worker;
 
 use std::fmt;
 
+use crossbeam_utils::CachePadded;
+
 use crate::loom::{fence, Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::park::Unparker;
 use crate::runtime::thread_hooks::ThreadHooks;
@@ -31,7 +33,10 @@ pub(crate) use queue::{Injector, Local, Stealer};
 /// What every worker and every task of one runtime share.
 pub(crate) struct Shared {
     pub(crate) injector: Injector<Notified<Handle>>,
-    pub(crate) remotes: Box<[Remote]>,
+    /// One per worker, each on its own cache line: a `Remote` is 48 bytes, its owner writes
+    /// the LIFO slot whenever a task it polls wakes another, and every worker reads its own
+    /// `Remote` at every turn.
+    pub(crate) remotes: Box<[CachePadded<Remote>]>,
     pub(crate) idle: Idle,
     pub(crate) owned: OwnedTasks<Handle>,
     pub(crate) driver: Arc<Driver>,
@@ -73,7 +78,7 @@ pub(crate) struct Remote {
 
 impl Shared {
     pub(crate) fn new(
-        remotes: Box<[Remote]>,
+        remotes: Box<[CachePadded<Remote>]>,
         driver: Arc<Driver>,
         blocking: Arc<BlockingPool<BlockingJob>>,
         name: Option<Box<str>>,
