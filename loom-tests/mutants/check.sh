@@ -97,6 +97,9 @@ models=(
     "83-look-that-found-work-ends-the-sleep-not-searching scheduler_idle a_worker_whose_look_finds_work_comes_back_searching"
     "84-lifo-slot-never-stolen runtime a_task_spawned_by_a_blocked_worker_is_stolen_by_the_other"
     "85-lifo-slot-not-counted-as-work runtime a_task_in_the_slot_while_the_other_worker_goes_to_sleep_is_counted_as_work"
+    "86-lifo-slot-put-publishes-nothing lifo_slot a_task_in_the_slot_runs_once_whichever_thread_takes_it"
+    "87-lifo-slot-take-acquires-nothing lifo_slot a_task_in_the_slot_runs_once_whichever_thread_takes_it"
+    "88-lifo-slot-take-is-a-load-and-a-store lifo_slot a_task_in_the_slot_runs_once_whichever_thread_takes_it"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

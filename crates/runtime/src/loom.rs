@@ -231,7 +231,9 @@ mod imp {
 #[cfg(loom)]
 mod imp {
     pub(crate) use loom::cell::UnsafeCell;
-    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{
+        fence, AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering,
+    };
     pub(crate) use loom::sync::Arc;
     pub(crate) use loom::thread;
     /// std's atomic for a counter in a `static` (a loom atomic cannot be one): the runtime

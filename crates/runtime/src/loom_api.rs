@@ -318,6 +318,46 @@ impl Schedule for Tasks {
     }
 }
 
+/// A worker's LIFO slot, over [`Tasks`]: its owner puts tasks in, any thread takes them.
+pub struct LifoSlot(crate::task::Slot<Tasks>);
+
+impl LifoSlot {
+    pub fn new() -> LifoSlot {
+        LifoSlot(crate::task::Slot::new())
+    }
+
+    /// Spawns `future` on `tasks` into the slot, as the slot's owner; into the run queue if
+    /// the slot is full.
+    pub fn spawn<F>(&self, tasks: &Tasks, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let (join, notified) = tasks.shared.owned.bind(future, tasks.clone());
+        if let Some(notified) = notified {
+            if let Err(notified) = self.0.put(notified) {
+                tasks.schedule(notified);
+            }
+        }
+        join
+    }
+
+    /// Takes the slot's task and runs it; returns whether there was one.
+    pub fn run_one(&self) -> bool {
+        match self.0.take() {
+            Some(task) => {
+                task.run();
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 /// A condvar parker with the activity accounting, as workers other than worker 0 use.
 pub struct Parker(park::Parker);
 

@@ -177,7 +177,6 @@ impl<S: 'static> Notified<S> {
     }
 
     /// Gives the reference up as a pointer, for [`from_raw`](Self::from_raw) to take back.
-    #[cfg(not(loom))]
     fn into_raw(self) -> NonNull<Header> {
         let header = self.0.header;
         std::mem::forget(self);
@@ -188,7 +187,6 @@ impl<S: 'static> Notified<S> {
     ///
     /// `header` came from [`into_raw`](Self::into_raw) of a `Notified<S>`, and is taken back
     /// once.
-    #[cfg(not(loom))]
     unsafe fn from_raw(header: NonNull<Header>) -> Self {
         // SAFETY: the caller gives back the reference `into_raw` gave up.
         Notified(unsafe { Task::from_raw(header) })

@@ -16,106 +16,76 @@
 //! reference would be lost: leaked, never run. The owner is the thread that has the worker's
 //! core, which moves only under a lock.)
 //!
-//! Under loom the slot is an `Option` behind a mutex, as the run queues are (`queue.rs`):
-//! loom 0.7 can let a load miss a store that its own thread made after a swap by another
-//! (tokio-rs/loom#282, #389), which would show lost tasks that C11 forbids. The models check
-//! the scheduler's protocols over it; Miri runs the atomic slot.
+//! Under loom the put is a compare-exchange from null instead of the load and the store. With
+//! one putter the two fill the same slots, but loom 0.7 can give a plain store and a
+//! concurrent swap an order that C11 forbids (tokio-rs/loom#282, #389), and the models then
+//! lose tasks that no C11 execution loses. With every write a read-modify-write, the models
+//! run the slot with the orderings of a normal build; Miri runs the load and the store.
 
 use std::fmt;
+use std::marker::PhantomData;
+use std::ptr::{self, NonNull};
 
-#[cfg(not(loom))]
-pub(crate) use atomic::Slot;
-#[cfg(loom)]
-pub(crate) use locked::Slot;
+use crate::loom::{AtomicPtr, Ordering};
+use crate::task::raw::Header;
+use crate::task::Notified;
 
-#[cfg(not(loom))]
-mod atomic {
-    use std::marker::PhantomData;
-    use std::ptr::{self, NonNull};
-
-    use crate::loom::{AtomicPtr, Ordering};
-    use crate::task::raw::Header;
-    use crate::task::Notified;
-
-    /// Room for one task of scheduler `S`.
-    pub(crate) struct Slot<S: 'static> {
-        /// The task's header, whose reference the slot holds; null when empty.
-        task: AtomicPtr<Header>,
-        _task: PhantomData<Notified<S>>,
-    }
-
-    impl<S: 'static> Slot<S> {
-        pub(crate) fn new() -> Slot<S> {
-            Slot {
-                task: AtomicPtr::new(ptr::null_mut()),
-                _task: PhantomData,
-            }
-        }
-
-        /// Puts `task` in the slot if it is empty; gives the task back otherwise. Only the
-        /// slot's owner puts (see the module's notes).
-        pub(crate) fn put(&self, task: Notified<S>) -> Result<(), Notified<S>> {
-            // Relaxed: only this thread fills the slot, and a task that a taker has just
-            // taken only sends this one to the queue.
-            if !self.task.load(Ordering::Relaxed).is_null() {
-                return Err(task);
-            }
-            self.task.store(task.into_raw().as_ptr(), Ordering::Release);
-            Ok(())
-        }
-
-        /// Takes the task out of the slot, if it holds one.
-        pub(crate) fn take(&self) -> Option<Notified<S>> {
-            // Most looks find it empty, and a load costs less than a swap. Relaxed: a task
-            // seen here is taken by the swap, which orders the rest.
-            if self.task.load(Ordering::Relaxed).is_null() {
-                return None;
-            }
-            let old = self.task.swap(ptr::null_mut(), Ordering::AcqRel);
-            // SAFETY: a non-null pointer in the slot is a `Notified<S>` reference that `put`
-            // gave up with `into_raw`, and the swap took it out of the slot for this thread
-            // alone.
-            NonNull::new(old).map(|old| unsafe { Notified::from_raw(old) })
-        }
-
-        /// Whether the slot is empty. The idle protocol's fences order this check after a
-        /// worker's announcement (`scheduler/idle.rs`); `Acquire` pairs with a take's
-        /// `Release`.
-        pub(crate) fn is_empty(&self) -> bool {
-            self.task.load(Ordering::Acquire).is_null()
-        }
-    }
+/// Room for one task of scheduler `S`.
+pub(crate) struct Slot<S: 'static> {
+    /// The task's header, whose reference the slot holds; null when empty.
+    task: AtomicPtr<Header>,
+    _task: PhantomData<Notified<S>>,
 }
 
-#[cfg(loom)]
-mod locked {
-    use crate::loom::Mutex;
-    use crate::task::Notified;
-
-    /// Room for one task of scheduler `S`.
-    pub(crate) struct Slot<S: 'static>(Mutex<Option<Notified<S>>>);
-
-    impl<S: 'static> Slot<S> {
-        pub(crate) fn new() -> Slot<S> {
-            Slot(Mutex::new(None))
+impl<S: 'static> Slot<S> {
+    pub(crate) fn new() -> Slot<S> {
+        Slot {
+            task: AtomicPtr::new(ptr::null_mut()),
+            _task: PhantomData,
         }
+    }
 
-        pub(crate) fn put(&self, task: Notified<S>) -> Result<(), Notified<S>> {
-            let mut slot = self.0.lock();
-            if slot.is_some() {
-                return Err(task);
-            }
-            *slot = Some(task);
-            Ok(())
+    /// Puts `task` in the slot if it is empty; gives the task back otherwise. Only the slot's
+    /// owner puts (see the module's notes).
+    pub(crate) fn put(&self, task: Notified<S>) -> Result<(), Notified<S>> {
+        // Relaxed: only this thread fills the slot, and a task that a taker has just taken
+        // only sends this one to the queue.
+        if !self.task.load(Ordering::Relaxed).is_null() {
+            return Err(task);
         }
+        let raw = task.into_raw().as_ptr();
+        #[cfg(not(loom))]
+        self.task.store(raw, Ordering::Release);
+        #[cfg(loom)]
+        if self
+            .task
+            .compare_exchange(ptr::null_mut(), raw, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            // SAFETY: the slot did not take `raw`, so this is still the reference that
+            // `into_raw` gave up just above.
+            return Err(unsafe { Notified::from_raw(NonNull::new_unchecked(raw)) });
+        }
+        Ok(())
+    }
 
-        pub(crate) fn take(&self) -> Option<Notified<S>> {
-            self.0.lock().take()
+    /// Takes the task out of the slot, if it holds one.
+    pub(crate) fn take(&self) -> Option<Notified<S>> {
+        // Most looks find it empty, and a load costs less than a swap. Relaxed: a task seen
+        // here is taken by the swap, which orders the rest.
+        if self.task.load(Ordering::Relaxed).is_null() {
+            return None;
         }
+        let old = self.task.swap(ptr::null_mut(), Ordering::AcqRel);
+        // SAFETY: a non-null pointer in the slot is a `Notified<S>` reference that `put` gave
+        // up with `into_raw`, and the swap took it out of the slot for this thread alone.
+        NonNull::new(old).map(|old| unsafe { Notified::from_raw(old) })
+    }
 
-        pub(crate) fn is_empty(&self) -> bool {
-            self.0.lock().is_none()
-        }
+    /// Whether the slot is empty. The idle protocol's fences order this check after a
+    /// worker's announcement (`scheduler/idle.rs`); `Acquire` pairs with a take's `Release`.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.task.load(Ordering::Acquire).is_null()
     }
 }
 
