@@ -118,6 +118,39 @@ fn shutdown_racing_an_earlier_reset_and_drop() {
     });
 }
 
+/// The owner moves its registered timer later without the lock (a compare-exchange on the
+/// entry's state) and polls it again while the driver shuts down, which marks the entry
+/// `CLOSING`, then `SHUTDOWN`, under the lock. A reset that comes first is overwritten, and the
+/// shutdown wakes the task; one that comes after fails its compare-exchange and finds the
+/// entry closed or, through the lock, the shutdown. Either way the timer never fires, its task
+/// is woken, and its next poll sees the shutdown.
+#[test]
+fn shutdown_racing_a_later_reset_and_a_poll() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(true);
+        let (mut timer, waker, wakes) = registered_timer(&driver, 5);
+        let owner = thread::spawn(move || {
+            timer.reset(9);
+            let poll = timer.poll(&waker);
+            (timer, waker, poll)
+        });
+        driver.shutdown();
+        let (mut timer, waker, poll) = owner.join().unwrap();
+
+        assert_ne!(
+            poll,
+            TimerPoll::Ready,
+            "a timer never fires because of a shutdown"
+        );
+        // A registration that meets the shutdown taking the waker wakes its own waker too.
+        let woken = wakes.count();
+        assert!(woken >= 1, "the shutdown wakes the task");
+        assert!(woken <= 2, "woken {woken} times");
+        assert_eq!(timer.poll(&waker), TimerPoll::Shutdown);
+        assert_eq!(driver.pending(), 0, "shutdown leaves nothing linked");
+    });
+}
+
 /// A pending timer shut down before its deadline has come is never elapsed: not before the
 /// shutdown, not while it takes the timer's waker (`CLOSING`), not after.
 #[test]

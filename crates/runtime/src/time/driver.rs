@@ -794,7 +794,11 @@ impl Driver {
                 closed += 1;
                 // SAFETY: as in `fire_or_relink`.
                 let shared = unsafe { node.as_ref() }.value();
-                shared.state.store(CLOSING, Ordering::Release);
+                // A swap where a store would do (the lock keeps every other writer out but the
+                // owner's CAS to a later tick, which this write makes fail from here on): loom
+                // 0.7 can order a plain store beside a concurrent read-modify-write as C11
+                // forbids (`task/slot.rs`), and the models run this code.
+                shared.state.swap(CLOSING, Ordering::Release);
                 wakers.push(shared.waker.take());
                 shared.touched();
                 shared.state.store(SHUTDOWN, Ordering::Release);
