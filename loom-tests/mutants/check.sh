@@ -100,7 +100,7 @@ models=(
     "86-lifo-slot-put-publishes-nothing lifo_slot a_task_in_the_slot_runs_once_whichever_thread_takes_it"
     "87-lifo-slot-take-acquires-nothing lifo_slot a_task_in_the_slot_runs_once_whichever_thread_takes_it"
     "88-lifo-slot-take-is-a-load-and-a-store lifo_slot a_task_in_the_slot_runs_once_whichever_thread_takes_it"
-    "89-reregister-links-after-the-shutdown shutdown shutdown_racing_a_later_reset_and_a_poll"
+    "89-reregister-ignores-the-shutdown shutdown shutdown_racing_a_later_reset_and_a_poll"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

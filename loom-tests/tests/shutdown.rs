@@ -5,7 +5,8 @@
 //! that sees anything but `SHUTDOWN` (or `FIRED`) must take the lock before the entry is
 //! freed. And while worker 0 fires due timers, or the owner moves its timer earlier and drops
 //! it, between the shutdown's batches: neither fires nor frees what the shutdown has yet to
-//! close. A timer shut down before its deadline is never elapsed.
+//! close. And while the owner moves its timer later without the lock and polls it: the timer
+//! is closed whichever goes first. A timer shut down before its deadline is never elapsed.
 #![cfg(loom)]
 
 use escapement::loom_api::{Driver, TimerPoll};
@@ -121,9 +122,10 @@ fn shutdown_racing_an_earlier_reset_and_drop() {
 /// The owner moves its registered timer later without the lock (a compare-exchange on the
 /// entry's state) and polls it again while the driver shuts down, which marks the entry
 /// `CLOSING`, then `SHUTDOWN`, under the lock. A reset that comes first is overwritten, and the
-/// shutdown wakes the task; one that comes after fails its compare-exchange and finds the
-/// entry closed or, through the lock, the shutdown. Either way the timer never fires, its task
-/// is woken, and its next poll sees the shutdown.
+/// shutdown wakes the task; one that comes after reads the closed state, or fails its
+/// compare-exchange on it, and finds the shutdown, through the lock if the state was still
+/// `CLOSING`. Either way the timer never fires, its task is woken (twice when its poll
+/// registers the waker while the shutdown takes it), and its next poll sees the shutdown.
 #[test]
 fn shutdown_racing_a_later_reset_and_a_poll() {
     loom::model(|| {

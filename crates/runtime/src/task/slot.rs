@@ -17,10 +17,11 @@
 //! core, which moves only under a lock.)
 //!
 //! Under loom the put is a compare-exchange from null instead of the load and the store. With
-//! one putter the two fill the same slots, but loom 0.7 can give a plain store and a
-//! concurrent swap an order that C11 forbids (tokio-rs/loom#282, #389), and the models then
-//! lose tasks that no C11 execution loses. With every write a read-modify-write, the models
-//! run the slot with the orderings of a normal build; Miri runs the load and the store.
+//! one putter the two fill the same slots, but loom 0.7 can let a plain store land between
+//! the read and the write of another thread's swap (tokio-rs/loom#254, also #282 and #389;
+//! the fix, tokio-rs/loom#391, is not released), and the models then lose tasks that no C11
+//! execution loses. With every write a read-modify-write, the models run the slot with the
+//! orderings of a normal build; Miri runs the load and the store.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -53,18 +54,24 @@ impl<S: 'static> Slot<S> {
         if !self.task.load(Ordering::Relaxed).is_null() {
             return Err(task);
         }
-        let raw = task.into_raw().as_ptr();
+        let raw = task.into_raw();
         #[cfg(not(loom))]
-        self.task.store(raw, Ordering::Release);
+        self.task.store(raw.as_ptr(), Ordering::Release);
         #[cfg(loom)]
         if self
             .task
-            .compare_exchange(ptr::null_mut(), raw, Ordering::Release, Ordering::Relaxed)
+            .compare_exchange(
+                ptr::null_mut(),
+                raw.as_ptr(),
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
             .is_err()
         {
-            // SAFETY: the slot did not take `raw`, so this is still the reference that
+            // Never with one putter: the slot read empty above, and only this thread fills it.
+            // SAFETY: the slot did not take `raw`, so it is still the reference that
             // `into_raw` gave up just above.
-            return Err(unsafe { Notified::from_raw(NonNull::new_unchecked(raw)) });
+            return Err(unsafe { Notified::from_raw(raw) });
         }
         Ok(())
     }

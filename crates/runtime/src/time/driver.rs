@@ -794,11 +794,12 @@ impl Driver {
                 closed += 1;
                 // SAFETY: as in `fire_or_relink`.
                 let shared = unsafe { node.as_ref() }.value();
-                // A swap where a store would do (the lock keeps every other writer out but the
-                // owner's CAS to a later tick, which this write makes fail from here on): loom
-                // 0.7 can order a plain store beside a concurrent read-modify-write as C11
-                // forbids (`task/slot.rs`), and the models run this code.
-                shared.state.swap(CLOSING, Ordering::Release);
+                // A swap, which also reads the tick it replaces: the lock keeps out every
+                // writer but the owner's CAS to a later tick, which fails from here on, and
+                // loom 0.7 can let a plain store land inside a concurrent read-modify-write,
+                // which C11 forbids (`task/slot.rs`); the models run this code.
+                let armed = shared.state.swap(CLOSING, Ordering::Release);
+                debug_assert!(armed <= MAX_TICK, "a linked entry is armed");
                 wakers.push(shared.waker.take());
                 shared.touched();
                 shared.state.store(SHUTDOWN, Ordering::Release);
