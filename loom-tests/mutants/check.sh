@@ -101,6 +101,8 @@ models=(
     "87-lifo-slot-take-acquires-nothing lifo_slot a_task_in_the_slot_runs_once_whichever_thread_takes_it"
     "88-lifo-slot-take-is-a-load-and-a-store lifo_slot a_task_in_the_slot_runs_once_whichever_thread_takes_it"
     "89-reregister-ignores-the-shutdown shutdown shutdown_racing_a_later_reset_and_a_poll"
+    "90-a-waiting-batch-loses-its-last-key owned_tasks a_batch_due_while_another_is_freed_leaves_with_the_next_completion"
+    "91-a-late-batch-frees-only-its-first-keys owned_tasks a_batch_due_while_another_is_freed_leaves_with_the_next_completion"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

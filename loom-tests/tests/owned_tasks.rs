@@ -1,6 +1,7 @@
 //! Model 16: completed tasks leave the owned list in batches (of two under loom), the
 //! completion that fills a batch taking the others out of the list and freeing them after its
-//! lock is released. Completions on two threads fill one batch; completions race a shutdown
+//! lock is released, one batch at a time. Completions on two threads fill one batch, or two,
+//! the second falling due while the first is being freed; completions race a shutdown
 //! draining the list, on either side of the batch filling up. Every future is dropped once,
 //! every task's memory is freed once (loom reports a use after free, and any `Arc` left alive:
 //! each task holds one), and shutdown takes a task out only if no batch has.
@@ -55,6 +56,36 @@ fn completions_on_two_threads_fill_a_batch() {
             "the full batch was freed without a shutdown"
         );
         tasks.shutdown();
+    });
+}
+
+#[test]
+fn a_batch_due_while_another_is_freed_leaves_with_the_next_completion() {
+    loom::model(|| {
+        let tasks = Tasks::new();
+        let dropped = spawn_ready(&tasks, 4);
+        let first = runner(&tasks);
+        let second = runner(&tasks);
+        first.join().unwrap();
+        second.join().unwrap();
+        assert_eq!(dropped.load(Ordering::SeqCst), 4);
+        assert_eq!(
+            tasks.alive(),
+            0,
+            "a batch waiting for its turn keeps every key"
+        );
+        // Two batches fell due. The second was freed too, or, if it fell due while the
+        // first was being freed, waits for the next completion, which frees it.
+        let last = spawn_ready(&tasks, 1);
+        while tasks.run_one() {}
+        assert_eq!(last.load(Ordering::SeqCst), 1);
+        assert_eq!(tasks.alive(), 0, "the waiting batch left whole");
+        assert!(
+            tasks.cells() < 2,
+            "no completed batch is left once nothing else is being freed"
+        );
+        tasks.shutdown();
+        assert_eq!(tasks.cells(), 0);
     });
 }
 

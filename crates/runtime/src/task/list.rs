@@ -16,7 +16,24 @@
 //! the slab in one loop, whose loads do not depend on each other and so wait on their misses
 //! together, and drops their references after releasing the lock. A completed task thus
 //! keeps its memory (not its future, which is gone, nor its output, which its `JoinHandle`
-//! holds) until its batch leaves: at most `BATCH - 1` tasks per shard, or until shutdown.
+//! holds) until its batch leaves: at most `BATCH - 1` tasks per shard (more while another
+//! batch is being freed, below), or until shutdown.
+//!
+//! # One batch is freed at a time
+//!
+//! The tasks of a batch are mostly freed by the last of their references, the list's, so a
+//! batch leaving is [`BATCH`] frees in a row. Tasks spawned from one thread (an accept loop,
+//! `block_on`) come from that thread's part of the allocator, and with glibc's malloc every
+//! free of such a block takes that part's lock, which sleeps in the kernel at its first failed
+//! attempt. Two workers freeing batches at once meet there: in a two-worker storm, once the
+//! spawning had ended, a quarter of the workers' time went to waiting for that lock and waking
+//! each other (`docs/benchmarks.md`, "One batch freed at a time"). So batches take turns,
+//! under `frees`, and do not wait for each other while there is other work: a completion that
+//! finds its batch due and `frees` held keeps the batch's keys in `done` and goes on, and the
+//! shard's next completion tries again. Only the completion that fills `done` (2 × `BATCH`
+//! keys) waits for its turn, after releasing the shard's lock. A shard thus keeps at most
+//! 2 × `BATCH` - 1 completed tasks' memory. With one worker, or an allocator whose frees do
+//! not share a lock, the turn costs an uncontended `try_lock` per batch.
 //!
 //! A smaller shard's slab is in the cache, and its tasks leave one at a time as they
 //! complete: there a batch would only hold memory back from the allocator, which hands a
@@ -44,6 +61,8 @@ pub(crate) struct OwnedTasks<S: 'static> {
     shards: Box<[Mutex<Shard<S>>]>,
     /// Where the tasks' ids come from.
     ids: IdSource,
+    /// Held while a batch's references are dropped: one batch is freed at a time.
+    frees: Mutex<()>,
 }
 
 /// Completed tasks a shard gathers before taking them out of its slab together.
@@ -66,9 +85,10 @@ const BATCH_FROM: usize = 8;
 
 struct Shard<S: 'static> {
     tasks: Slab<Task<S>>,
-    /// Keys of completed tasks still in `tasks`: the first `done_len`, always fewer than
-    /// `BATCH`; none once shutdown has drained the shard.
-    done: [usize; BATCH],
+    /// Keys of completed tasks still in `tasks`: the first `done_len`, fewer than `BATCH`
+    /// unless a due batch is waiting for its turn to be freed, always fewer than
+    /// `2 * BATCH`; none once shutdown has drained the shard.
+    done: [usize; 2 * BATCH],
     done_len: usize,
     closed: bool,
 }
@@ -82,13 +102,14 @@ impl<S: Schedule> OwnedTasks<S> {
                 .map(|_| {
                     Mutex::new(Shard {
                         tasks: Slab::new(),
-                        done: [0; BATCH],
+                        done: [0; 2 * BATCH],
                         done_len: 0,
                         closed: false,
                     })
                 })
                 .collect(),
             ids: IdSource::default(),
+            frees: Mutex::new(()),
         }
     }
 
@@ -154,18 +175,30 @@ impl<S: Schedule> OwnedTasks<S> {
                 None
             };
         }
-        let len = shard.done_len;
-        shard.done[len] = key;
-        if len + 1 < BATCH {
-            shard.done_len = len + 1;
+        let len = shard.done_len + 1;
+        shard.done[len - 1] = key;
+        if len < BATCH {
+            shard.done_len = len;
+            return None;
+        }
+        // The batch is due. It leaves now if no other batch is being freed, or if `done` is
+        // full; otherwise it waits for the shard's next completion.
+        let turn = self.frees.try_lock();
+        if turn.is_none() && len < 2 * BATCH {
+            shard.done_len = len;
             return None;
         }
         shard.done_len = 0;
         let done = shard.done;
-        let batch: [Task<S>; BATCH] = std::array::from_fn(|i| shard.tasks.remove(done[i]));
-        // Dropping a reference may free a task, which need not wait on the lock.
+        let mut batch: [Option<Task<S>>; 2 * BATCH] = [const { None }; 2 * BATCH];
+        for (task, &key) in batch.iter_mut().zip(&done[..len]) {
+            *task = Some(shard.tasks.remove(key));
+        }
+        // Dropping a reference may free a task, which need not wait on the shard's lock.
         drop(shard);
+        let turn = turn.unwrap_or_else(|| self.frees.lock());
         drop(batch);
+        drop(turn);
         None
     }
 
@@ -280,6 +313,72 @@ mod tests {
             BATCH_FROM,
             "shutdown frees the task left in `done`"
         );
+        drop(filler);
+        assert_eq!(probe.cells(), 0);
+    }
+
+    #[test]
+    fn a_due_batch_waits_while_another_is_being_freed() {
+        let (probe, filler) = Probe::new(BATCH_FROM);
+        let tasks: Vec<_> = (0..BATCH + 1).map(|_| probe.bind()).collect();
+        let mut tasks = tasks.into_iter();
+        let turn = probe.0.frees.lock();
+        for task in tasks.by_ref().take(BATCH) {
+            task.run();
+        }
+        assert_eq!(
+            probe.0.len(),
+            BATCH_FROM + 1,
+            "the completed tasks are not live"
+        );
+        assert_eq!(
+            probe.cells(),
+            BATCH_FROM + BATCH + 1,
+            "the due batch stays while another batch is being freed"
+        );
+        drop(turn);
+        tasks.next().expect("one task left").run();
+        assert_eq!(
+            probe.cells(),
+            BATCH_FROM,
+            "the next completion takes the waiting batch with it"
+        );
+        probe.0.close_and_shutdown_all();
+        drop(filler);
+        assert_eq!(probe.cells(), 0);
+    }
+
+    #[test]
+    fn the_completion_that_fills_done_waits_for_its_turn() {
+        let (probe, filler) = Probe::new(BATCH_FROM);
+        let tasks: Vec<_> = (0..2 * BATCH).map(|_| probe.bind()).collect();
+        let mut tasks = tasks.into_iter();
+        let turn = probe.0.frees.lock();
+        for task in tasks.by_ref().take(2 * BATCH - 1) {
+            task.run();
+        }
+        assert_eq!(probe.cells(), BATCH_FROM + 2 * BATCH);
+        let last = tasks.next().expect("one task left");
+        let completing = std::thread::spawn(move || last.run());
+        // The last completion takes every completed task out of the slab, then waits for the
+        // turn this thread holds before dropping them.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while probe.0.shards[0].lock().tasks.len() > BATCH_FROM {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the completion never took its batch out"
+            );
+            std::thread::yield_now();
+        }
+        assert_eq!(
+            probe.cells(),
+            BATCH_FROM + 2 * BATCH,
+            "no task is freed before the batch's turn"
+        );
+        drop(turn);
+        completing.join().expect("the completion does not panic");
+        assert_eq!(probe.cells(), BATCH_FROM);
+        probe.0.close_and_shutdown_all();
         drop(filler);
         assert_eq!(probe.cells(), 0);
     }
