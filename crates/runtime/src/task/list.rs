@@ -26,8 +26,8 @@
 //! `block_on`) come from that thread's part of the allocator, and with glibc's malloc every
 //! free of such a block takes that part's lock, which sleeps in the kernel at its first failed
 //! attempt. Two workers freeing batches at once meet there: in a two-worker storm, once the
-//! spawning had ended, a quarter of the workers' time went to waiting for that lock and waking
-//! each other (`docs/benchmarks.md`, "One batch freed at a time"). So batches take turns,
+//! spawning had ended, 23 % of the workers' samples were waiting for that lock or waking each
+//! other (`docs/benchmarks.md`, "One batch freed at a time"). So batches take turns,
 //! under `frees`, and do not wait for each other while there is other work: a completion that
 //! finds its batch due and `frees` held keeps the batch's keys in `done` and goes on, and the
 //! shard's next completion tries again. Only the completion that fills `done` (2 × `BATCH`
