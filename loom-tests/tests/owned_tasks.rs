@@ -39,15 +39,20 @@ fn runner(tasks: &Tasks) -> thread::JoinHandle<()> {
     thread::spawn(move || while tasks.run_one() {})
 }
 
+/// Runs the queued tasks on two threads at once, until both find the queue empty.
+fn run_on_two_threads(tasks: &Tasks) {
+    let first = runner(tasks);
+    let second = runner(tasks);
+    first.join().unwrap();
+    second.join().unwrap();
+}
+
 #[test]
 fn completions_on_two_threads_fill_a_batch() {
     loom::model(|| {
         let tasks = Tasks::new();
         let dropped = spawn_ready(&tasks, 2);
-        let first = runner(&tasks);
-        let second = runner(&tasks);
-        first.join().unwrap();
-        second.join().unwrap();
+        run_on_two_threads(&tasks);
         assert_eq!(dropped.load(Ordering::SeqCst), 2);
         assert_eq!(tasks.alive(), 0, "no completed task counts as live");
         assert_eq!(
@@ -64,10 +69,7 @@ fn a_batch_due_while_another_is_freed_leaves_with_the_next_completion() {
     loom::model(|| {
         let tasks = Tasks::new();
         let dropped = spawn_ready(&tasks, 4);
-        let first = runner(&tasks);
-        let second = runner(&tasks);
-        first.join().unwrap();
-        second.join().unwrap();
+        run_on_two_threads(&tasks);
         assert_eq!(dropped.load(Ordering::SeqCst), 4);
         assert_eq!(
             tasks.alive(),

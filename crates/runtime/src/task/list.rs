@@ -271,6 +271,18 @@ mod tests {
             drop(join);
             notified.expect("the list is open")
         }
+
+        /// Spawns `n` such tasks.
+        fn bind_many(&self, n: usize) -> std::vec::IntoIter<Notified<Probe>> {
+            (0..n).map(|_| self.bind()).collect::<Vec<_>>().into_iter()
+        }
+
+        /// Shuts the list down and drops the filler, after which no cell may be left.
+        fn shut_down(self, filler: Vec<Notified<Probe>>) {
+            self.0.close_and_shutdown_all();
+            drop(filler);
+            assert_eq!(self.cells(), 0);
+        }
     }
 
     #[test]
@@ -282,9 +294,7 @@ mod tests {
             assert_eq!(probe.cells(), BATCH_FROM - 3 + 1 - i);
             assert_eq!(probe.0.len(), BATCH_FROM - 3 + 1 - i);
         }
-        probe.0.close_and_shutdown_all();
-        drop(filler);
-        assert_eq!(probe.cells(), 0);
+        probe.shut_down(filler);
     }
 
     #[test]
@@ -320,12 +330,9 @@ mod tests {
     #[test]
     fn a_due_batch_waits_while_another_is_being_freed() {
         let (probe, filler) = Probe::new(BATCH_FROM);
-        let tasks: Vec<_> = (0..BATCH + 1).map(|_| probe.bind()).collect();
-        let mut tasks = tasks.into_iter();
+        let mut tasks = probe.bind_many(BATCH + 1);
         let turn = probe.0.frees.lock();
-        for task in tasks.by_ref().take(BATCH) {
-            task.run();
-        }
+        tasks.by_ref().take(BATCH).for_each(Notified::run);
         assert_eq!(
             probe.0.len(),
             BATCH_FROM + 1,
@@ -343,20 +350,15 @@ mod tests {
             BATCH_FROM,
             "the next completion takes the waiting batch with it"
         );
-        probe.0.close_and_shutdown_all();
-        drop(filler);
-        assert_eq!(probe.cells(), 0);
+        probe.shut_down(filler);
     }
 
     #[test]
     fn the_completion_that_fills_done_waits_for_its_turn() {
         let (probe, filler) = Probe::new(BATCH_FROM);
-        let tasks: Vec<_> = (0..2 * BATCH).map(|_| probe.bind()).collect();
-        let mut tasks = tasks.into_iter();
+        let mut tasks = probe.bind_many(2 * BATCH);
         let turn = probe.0.frees.lock();
-        for task in tasks.by_ref().take(2 * BATCH - 1) {
-            task.run();
-        }
+        tasks.by_ref().take(2 * BATCH - 1).for_each(Notified::run);
         assert_eq!(probe.cells(), BATCH_FROM + 2 * BATCH);
         let last = tasks.next().expect("one task left");
         let completing = std::thread::spawn(move || last.run());
@@ -378,9 +380,7 @@ mod tests {
         drop(turn);
         completing.join().expect("the completion does not panic");
         assert_eq!(probe.cells(), BATCH_FROM);
-        probe.0.close_and_shutdown_all();
-        drop(filler);
-        assert_eq!(probe.cells(), 0);
+        probe.shut_down(filler);
     }
 
     #[test]
