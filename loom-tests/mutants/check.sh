@@ -122,7 +122,16 @@ for entry in "${models[@]}"; do
         echo "$mutant: NOT caught by $model::$test"
         survivors=$((survivors + 1))
     else
-        reason=$(grep -m1 -E "panicked at|deadlock|Causality violation|assertion" "$log" -A1 | tr '\n' ' ' | cut -c1-220)
+        # A model's failure is an assertion, a deadlock or a causality violation, whose message
+        # follows the line that places the panic; a model may catch panics of its own before
+        # it (a timer polled after its runtime shut down panics, and some models expect that).
+        # Without one of those, the first panic is the runtime's own check.
+        failure=$(grep -n -m1 -E "^(assertion|deadlock|Causality violation)" "$log" | cut -d: -f1)
+        if [ -n "$failure" ] && [ "$failure" -gt 1 ]; then
+            reason=$(sed -n "$((failure - 1)),${failure}p" "$log" | tr '\n' ' ' | cut -c1-220)
+        else
+            reason=$(grep -m1 "panicked at" "$log" -A1 | tr '\n' ' ' | cut -c1-220)
+        fi
         echo "$mutant: caught by $model::$test: $reason"
     fi
     git apply -R "$patch"
