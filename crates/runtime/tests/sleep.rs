@@ -1,7 +1,7 @@
 //! `sleep` and `sleep_until`: exact durations on the paused clock (whole ticks, sub-tick
 //! rounding up, zero), never early on the real clock, a short sleep registered from another
 //! thread while worker 0 sleeps toward a long one, sleeps firing while the only worker never
-//! parks, `Sleep::deadline` and
+//! parks and in the turn that wakes it from a park, `Sleep::deadline` and
 //! `Sleep::is_elapsed`, and a deadline in the past completing at the first poll.
 
 mod support;
@@ -166,6 +166,42 @@ fn a_sleep_fires_while_the_only_worker_never_parks() {
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     futures::executor::block_on(spinning).expect("the spinning task ends");
+}
+
+/// Worker 0 reads the clock at the first turn after a park, whatever it planned before: a
+/// sleep it parked toward fires in the turn that wakes from that park. Short turns before
+/// the park (a task yielding) plan turns without a reading; were the plan kept, worker 0
+/// would wake at the deadline, skip the reading, find nothing to run and come back to park,
+/// up to `MAX_UNREAD_TURNS` times, each counted as a park, before firing.
+#[test]
+fn worker_0_reads_the_clock_as_it_wakes_from_a_park() {
+    let rt = running(1);
+    let sleeps = 10;
+    let parks: Vec<u64> = (0..sleeps)
+        .map(|round| {
+            rt.block_on(rt.spawn(async move {
+                let metrics = escapement::Handle::current().metrics();
+                let mut delay = pin!(sleep(Duration::from_millis(20)));
+                let first = std::future::poll_fn(|cx| Poll::Ready(delay.as_mut().poll(cx))).await;
+                assert!(first.is_pending(), "a 20 ms sleep is pending at once");
+                // Short turns, ending at each point of the plan's cycle over the rounds.
+                for _ in 0..100 + round {
+                    escapement::task::yield_now().await;
+                }
+                let before = metrics.worker_park_count(0);
+                delay.await;
+                metrics.worker_park_count(0) - before
+            }))
+            .expect("the sleeping task completes")
+        })
+        .collect();
+    // One park per sleep; a few more only for a wake-up before the deadline, which nothing
+    // here makes.
+    let total: u64 = parks.iter().sum();
+    assert!(
+        total <= sleeps + sleeps / 2,
+        "worker 0 came back to park before firing: parks per sleep {parks:?}"
+    );
 }
 
 #[test]
