@@ -1,7 +1,8 @@
 //! Programmer errors panic with a clear message, at the caller: the runtime functions called
 //! outside a runtime (`spawn`, `Handle::current`, `sleep`, `sleep_until`, `timeout`,
 //! `timeout_at`, `interval`, `interval_at`, `pause`, `resume`); pausing twice, resuming an
-//! unpaused clock; a zero interval period; a nested `block_on` or one on a worker thread;
+//! unpaused clock; a zero interval period; a nested `block_on` (in a current-thread
+//! runtime's too) or one on a worker thread;
 //! zero worker threads; a blank runtime name; a thread name with a NUL byte; a `JoinHandle`
 //! polled after it completed. An
 //! `advance` checks its runtime and clock when its future is first polled, as tokio's does:
@@ -183,18 +184,41 @@ fn a_nested_block_on() {
     outer.block_on(async { inner.block_on(async {}) });
 }
 
+/// In a current-thread runtime's `block_on`, the thread runs that runtime's worker; the
+/// message names the `block_on`, not a worker, in the future and in the tasks alike.
+#[test]
+fn a_nested_block_on_in_a_current_thread_runtime() {
+    let expected = "block_on was called inside another block_on, that of a current-thread runtime";
+    let outer = escapement::Builder::new_current_thread().build().unwrap();
+    let inner = running(1);
+    let handle = inner.handle().clone();
+    panic_location(expected, || {
+        outer.block_on(async { inner.block_on(async {}) })
+    });
+    let in_task = outer
+        .block_on(outer.spawn(async move { handle.block_on(async {}) }))
+        .expect_err("the task panicked")
+        .into_panic();
+    let message = message_of(&*in_task);
+    assert!(message.contains(expected), "{message:?}");
+}
+
+/// A panic's message, for the two payloads `panic!` makes.
+fn message_of(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .expect("a string message")
+}
+
 #[test]
 fn block_on_on_a_worker_thread() {
     let rt = running(1);
     let other = running(1);
     let outcome = rt.block_on(rt.spawn(async move { other.block_on(async {}) }));
     let payload = outcome.expect_err("the task panicked").into_panic();
-    let message = payload
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
-        .expect("a string message")
-        .to_owned();
+    let message = message_of(&*payload);
     assert!(
         message.contains("block_on was called on a runtime worker thread"),
         "{message}"
@@ -275,11 +299,7 @@ fn record_panic_locations() {
 fn panic_message(f: impl FnOnce()) -> ((String, u32), String) {
     record_panic_locations();
     let payload = panic::catch_unwind(AssertUnwindSafe(f)).expect_err("it panicked");
-    let message = payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .expect("a string message");
+    let message = message_of(&*payload).to_owned();
     let at = LAST_PANIC_AT
         .with(|last| last.borrow_mut().take())
         .expect("the hook recorded the location");

@@ -170,11 +170,20 @@ impl Handle {
     /// thread, and it works.
     #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
-        assert!(
-            !worker::is_nonblocking_worker_thread(),
-            "block_on was called on a runtime worker thread; \
-             await the future instead of blocking the worker"
-        );
+        if worker::is_nonblocking_worker_thread() {
+            // A current-thread runtime's worker is the thread in its `block_on`: say so, as
+            // its user never started a worker.
+            if worker::is_current_thread_worker() {
+                panic!(
+                    "block_on was called inside another block_on, that of a current-thread \
+                     runtime, which runs its tasks on this thread; await the future instead"
+                );
+            }
+            panic!(
+                "block_on was called on a runtime worker thread; \
+                 await the future instead of blocking the worker"
+            );
+        }
         let flavor = if self.shared.core_slot.is_some() {
             BlockOn::CurrentThread
         } else {

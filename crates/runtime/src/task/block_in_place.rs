@@ -28,7 +28,8 @@ use crate::task::coop;
 /// Anywhere else (in a multi-threaded runtime's [`block_on`](crate::Runtime::block_on), in a
 /// [`spawn_blocking`](crate::task::spawn_blocking) closure, outside any runtime, or inside a
 /// `block_in_place` closure) it just calls `f`; in `block_on`, `f` may call `block_on` again,
-/// as tokio allows. So it does if the worker cannot be handed off (the runtime shut down
+/// as tokio allows. That includes the tasks of a [`LocalSet`](crate::task::LocalSet) driven
+/// in `block_on`, where tokio's panics: the set's other tasks wait for `f`. So it does if the worker cannot be handed off (the runtime shut down
 /// without waiting for this poll, or a new thread cannot start): `f` then blocks the worker,
 /// whose overdue timers the other workers fire, as when any task blocks its thread. Either
 /// way `f` runs without the task's cooperative budget, as a `spawn_blocking` closure does,
