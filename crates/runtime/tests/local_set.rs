@@ -10,7 +10,8 @@
 //! task that aborts itself is cancelled; driving a set from inside its own task panics there,
 //! and leaves the set's driver its waker; a yielding local task lets the set's caller run;
 //! `spawn_local` outside a set panics; an output that is not `Send` comes back through the
-//! join handle, or is dropped on the set's thread when nobody reads it.
+//! join handle, or is dropped on the set's thread when nobody reads it; `block_in_place` in
+//! a set driven by `block_on` calls its closure on the set's thread.
 
 mod support;
 
@@ -65,6 +66,32 @@ fn tasks_that_are_not_send_run_on_the_sets_thread() {
     let mut seen = seen.take();
     seen.sort_unstable();
     assert_eq!(seen, (0..10).collect::<Vec<_>>());
+}
+
+/// Where tokio's `block_in_place` panics (a set driven in a multi-threaded runtime's
+/// `block_on`), it calls its closure on the set's thread, in a local task and in the future
+/// of `run_until` alike, and the closure may block on a future there.
+#[test]
+fn block_in_place_in_a_set_driven_by_block_on_calls_the_closure_on_its_thread() {
+    let rt = running(1);
+    let here = thread::current().id();
+    let local = LocalSet::new();
+    let (in_task, in_future) = local.block_on(&rt, async {
+        let not_send = Rc::new(7);
+        let task = task::spawn_local(async move {
+            task::block_in_place(|| (thread::current().id(), *not_send))
+        });
+        let in_future = task::block_in_place(|| {
+            let slept = escapement::Handle::current().block_on(async {
+                sleep(Duration::from_millis(1)).await;
+                "slept"
+            });
+            (thread::current().id(), slept)
+        });
+        (task.await.unwrap(), in_future)
+    });
+    assert_eq!(in_task, (here, 7));
+    assert_eq!(in_future, (here, "slept"));
 }
 
 #[test]
