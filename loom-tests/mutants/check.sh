@@ -103,6 +103,7 @@ models=(
     "89-reregister-ignores-the-shutdown shutdown shutdown_racing_a_later_reset_and_a_poll"
     "90-a-waiting-batch-loses-its-last-key owned_tasks a_batch_due_while_another_is_freed_leaves_with_the_next_completion"
     "91-a-late-batch-frees-only-its-first-keys owned_tasks a_batch_due_while_another_is_freed_leaves_with_the_next_completion"
+    "92-lifo-slot-take-releases-nothing runtime a_task_held_back_while_the_other_worker_goes_to_sleep_is_counted_as_work"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

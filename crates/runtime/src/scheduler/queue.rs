@@ -12,7 +12,13 @@
 //! and 32 from a worker's queue; crossbeam's injector may stop earlier, at the end of one of
 //! its blocks), and moves them in two steps, out of the source under its lock and into the
 //! thief's queue under that one's, so that, as in crossbeam, a batch on its way is in neither
-//! queue for a while, where a worker going to sleep may look for it.
+//! queue for a while, where a worker going to sleep may look for it. And a look at whether a
+//! worker's queue is empty does not take its lock: it reads the queue's length, which each
+//! change stores (`Release`) before it releases the lock, with `Acquire`, as crossbeam's
+//! `Stealer::is_empty` reads the deque's indices. So, as there, a look that nothing orders
+//! after a push may miss the task; under the lock, every look would have seen every push
+//! made before it in loom's schedule, which hid a missing ordering from the models (mutant
+//! 92 in `loom-tests/mutants`).
 
 #[cfg(not(loom))]
 pub(crate) use crossbeam_deque::{Injector, Steal, Stealer, Worker as Local};
@@ -23,8 +29,9 @@ pub(crate) use imp::{Injector, Local, Steal, Stealer};
 #[cfg(loom)]
 mod imp {
     use std::collections::VecDeque;
+    use std::ops::{Deref, DerefMut};
 
-    use crate::loom::{Arc, Mutex};
+    use crate::loom::{Arc, AtomicUsize, Mutex, MutexGuard, Ordering};
 
     pub(crate) enum Steal<T> {
         Empty,
@@ -54,18 +61,17 @@ mod imp {
         }
     }
 
-    /// Takes the oldest `count(len)` tasks of `source`, returns the first of them, and then
-    /// pushes the others onto `dest`: between the two locks they are in neither queue.
+    /// Takes the oldest `count(len)` tasks of the queue that `source` holds locked, releases
+    /// it, returns the first of them, and then pushes the others onto `dest`: between the two
+    /// locks they are in neither queue.
     fn take_batch<T>(
-        source: &Mutex<VecDeque<T>>,
+        mut source: impl DerefMut<Target = VecDeque<T>>,
         dest: &Local<T>,
         count: impl FnOnce(usize) -> usize,
     ) -> Steal<T> {
-        let mut batch = {
-            let mut source = source.lock();
-            let n = count(source.len());
-            source.drain(..n).collect::<VecDeque<T>>()
-        };
+        let n = count(source.len());
+        let mut batch = source.drain(..n).collect::<VecDeque<T>>();
+        drop(source);
         let Some(first) = batch.pop_front() else {
             return Steal::Empty;
         };
@@ -88,7 +94,7 @@ mod imp {
             take(&self.0)
         }
         pub(crate) fn steal_batch_and_pop(&self, dest: &Local<T>) -> Steal<T> {
-            take_batch(&self.0, dest, |len| len.div_ceil(2).min(33))
+            take_batch(self.0.lock(), dest, |len| len.div_ceil(2).min(33))
         }
         pub(crate) fn is_empty(&self) -> bool {
             self.0.lock().is_empty()
@@ -98,15 +104,81 @@ mod imp {
         }
     }
 
+    /// A worker's queue: its tasks under a lock, and their number, read without it.
+    pub(crate) struct Shared<T> {
+        tasks: Mutex<VecDeque<T>>,
+        len: AtomicUsize,
+    }
+
+    impl<T> Shared<T> {
+        fn new() -> Arc<Shared<T>> {
+            Arc::new(Shared {
+                tasks: Mutex::new(VecDeque::new()),
+                len: AtomicUsize::new(0),
+            })
+        }
+
+        fn lock(&self) -> Locked<'_, T> {
+            let tasks = self.tasks.lock();
+            let before = tasks.len();
+            Locked {
+                tasks,
+                len: &self.len,
+                before,
+            }
+        }
+
+        fn is_empty(&self) -> bool {
+            // Acquire pairs with the Release store of the change it reads.
+            self.len.load(Ordering::Acquire) == 0
+        }
+    }
+
+    /// A worker's queue, locked; it stores the queue's length as it is released, if it
+    /// changed.
+    pub(crate) struct Locked<'a, T> {
+        tasks: MutexGuard<'a, VecDeque<T>>,
+        len: &'a AtomicUsize,
+        /// The length when the lock was taken.
+        before: usize,
+    }
+
+    impl<T> Deref for Locked<'_, T> {
+        type Target = VecDeque<T>;
+
+        fn deref(&self) -> &VecDeque<T> {
+            &self.tasks
+        }
+    }
+
+    impl<T> DerefMut for Locked<'_, T> {
+        fn deref_mut(&mut self) -> &mut VecDeque<T> {
+            &mut self.tasks
+        }
+    }
+
+    impl<T> Drop for Locked<'_, T> {
+        fn drop(&mut self) {
+            // Still under the lock (the guard drops after this), so the stores come in the
+            // order of the changes. Release publishes the change to a look that reads it, as
+            // crossbeam's push stores the deque's back index after writing the task. Only a
+            // change is stored: every store is one more value a look may read, and loom tries
+            // each, so storing at every lock grew the two-worker models by a third.
+            if self.tasks.len() != self.before {
+                self.len.store(self.tasks.len(), Ordering::Release);
+            }
+        }
+    }
+
     /// A queue, and whether its owner pops the newest task (stealers take the oldest).
-    pub(crate) struct Local<T>(Arc<Mutex<VecDeque<T>>>, bool);
+    pub(crate) struct Local<T>(Arc<Shared<T>>, bool);
 
     impl<T> Local<T> {
         pub(crate) fn new_fifo() -> Self {
-            Local(Arc::new(Mutex::new(VecDeque::new())), false)
+            Local(Shared::new(), false)
         }
         pub(crate) fn new_lifo() -> Self {
-            Local(Arc::new(Mutex::new(VecDeque::new())), true)
+            Local(Shared::new(), true)
         }
         pub(crate) fn push(&self, task: T) {
             self.0.lock().push_back(task);
@@ -120,21 +192,21 @@ mod imp {
             }
         }
         pub(crate) fn is_empty(&self) -> bool {
-            self.0.lock().is_empty()
+            self.0.is_empty()
         }
         pub(crate) fn stealer(&self) -> Stealer<T> {
             Stealer(self.0.clone())
         }
     }
 
-    pub(crate) struct Stealer<T>(Arc<Mutex<VecDeque<T>>>);
+    pub(crate) struct Stealer<T>(Arc<Shared<T>>);
 
     impl<T> Stealer<T> {
         pub(crate) fn steal_batch_and_pop(&self, dest: &Local<T>) -> Steal<T> {
-            take_batch(&self.0, dest, |len| len.div_ceil(2).min(32))
+            take_batch(self.0.lock(), dest, |len| len.div_ceil(2).min(32))
         }
         pub(crate) fn is_empty(&self) -> bool {
-            self.0.lock().is_empty()
+            self.0.is_empty()
         }
     }
 }
