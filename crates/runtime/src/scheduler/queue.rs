@@ -13,9 +13,9 @@
 //! its blocks), and moves them in two steps, out of the source under its lock and into the
 //! thief's queue under that one's, so that, as in crossbeam, a batch on its way is in neither
 //! queue for a while, where a worker going to sleep may look for it. And a look at whether a
-//! worker's queue is empty does not take its lock: it reads the queue's length, which each
-//! change stores (`Release`) before it releases the lock, with `Acquire`, as crossbeam's
-//! `Stealer::is_empty` reads the deque's indices. So, as there, a look that nothing orders
+//! queue is empty does not take its lock: it reads the queue's length, which each change
+//! stores (`Release`) before it releases the lock, with `Acquire`, as crossbeam's
+//! `Stealer::is_empty` and `Injector::is_empty` read their queue's indices. So, as there, a look that nothing orders
 //! after a push may miss the task; under the lock, every look would have seen every push
 //! made before it in loom's schedule, which hid a missing ordering from the models (mutant
 //! 92 in `loom-tests/mutants`).
@@ -54,13 +54,6 @@ mod imp {
         }
     }
 
-    fn take<T>(queue: &Mutex<VecDeque<T>>) -> Steal<T> {
-        match queue.lock().pop_front() {
-            Some(t) => Steal::Success(t),
-            None => Steal::Empty,
-        }
-    }
-
     /// Takes the oldest `count(len)` tasks of the queue that `source` holds locked, releases
     /// it, returns the first of them, and then pushes the others onto `dest`: between the two
     /// locks they are in neither queue.
@@ -81,41 +74,44 @@ mod imp {
         Steal::Success(first)
     }
 
-    pub(crate) struct Injector<T>(Mutex<VecDeque<T>>);
+    pub(crate) struct Injector<T>(Shared<T>);
 
     impl<T> Injector<T> {
         pub(crate) fn new() -> Self {
-            Injector(Mutex::new(VecDeque::new()))
+            Injector(Shared::new())
         }
         pub(crate) fn push(&self, task: T) {
             self.0.lock().push_back(task);
         }
         pub(crate) fn steal(&self) -> Steal<T> {
-            take(&self.0)
+            match self.0.lock().pop_front() {
+                Some(t) => Steal::Success(t),
+                None => Steal::Empty,
+            }
         }
         pub(crate) fn steal_batch_and_pop(&self, dest: &Local<T>) -> Steal<T> {
             take_batch(self.0.lock(), dest, |len| len.div_ceil(2).min(33))
         }
         pub(crate) fn is_empty(&self) -> bool {
-            self.0.lock().is_empty()
+            self.0.is_empty()
         }
         pub(crate) fn len(&self) -> usize {
             self.0.lock().len()
         }
     }
 
-    /// A worker's queue: its tasks under a lock, and their number, read without it.
+    /// A queue: its tasks under a lock, and their number, read without it.
     pub(crate) struct Shared<T> {
         tasks: Mutex<VecDeque<T>>,
         len: AtomicUsize,
     }
 
     impl<T> Shared<T> {
-        fn new() -> Arc<Shared<T>> {
-            Arc::new(Shared {
+        fn new() -> Shared<T> {
+            Shared {
                 tasks: Mutex::new(VecDeque::new()),
                 len: AtomicUsize::new(0),
-            })
+            }
         }
 
         fn lock(&self) -> Locked<'_, T> {
@@ -134,7 +130,7 @@ mod imp {
         }
     }
 
-    /// A worker's queue, locked; it stores the queue's length as it is released, if it
+    /// A queue, locked; it stores the queue's length as it is released, if it
     /// changed.
     pub(crate) struct Locked<'a, T> {
         tasks: MutexGuard<'a, VecDeque<T>>,
@@ -175,10 +171,10 @@ mod imp {
 
     impl<T> Local<T> {
         pub(crate) fn new_fifo() -> Self {
-            Local(Shared::new(), false)
+            Local(Arc::new(Shared::new()), false)
         }
         pub(crate) fn new_lifo() -> Self {
-            Local(Shared::new(), true)
+            Local(Arc::new(Shared::new()), true)
         }
         pub(crate) fn push(&self, task: T) {
             self.0.lock().push_back(task);
