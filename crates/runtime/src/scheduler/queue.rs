@@ -15,10 +15,10 @@
 //! queue for a while, where a worker going to sleep may look for it. And a look at whether a
 //! queue is empty does not take its lock: it reads the queue's length, which each change
 //! stores (`Release`) before it releases the lock, with `Acquire`, as crossbeam's
-//! `Stealer::is_empty` and `Injector::is_empty` read their queue's indices. So, as there, a look that nothing orders
-//! after a push may miss the task; under the lock, every look would have seen every push
-//! made before it in loom's schedule, which hid a missing ordering from the models (mutant
-//! 92 in `loom-tests/mutants`).
+//! `Stealer::is_empty` and `Injector::is_empty` read their queue's indices. So, as there, a
+//! look that nothing orders after a push may miss the task; under the lock, every look would
+//! have seen every push made before it in loom's schedule, which hid a missing ordering from
+//! the models (mutant 92 in `loom-tests/mutants`).
 
 #[cfg(not(loom))]
 pub(crate) use crossbeam_deque::{Injector, Steal, Stealer, Worker as Local};
@@ -130,8 +130,7 @@ mod imp {
         }
     }
 
-    /// A queue, locked; it stores the queue's length as it is released, if it
-    /// changed.
+    /// A queue, locked; as it is released, it stores the queue's length if that changed.
     pub(crate) struct Locked<'a, T> {
         tasks: MutexGuard<'a, VecDeque<T>>,
         len: &'a AtomicUsize,
