@@ -29,11 +29,12 @@ use crate::task::coop;
 /// [`spawn_blocking`](crate::task::spawn_blocking) closure, outside any runtime, or inside a
 /// `block_in_place` closure) it just calls `f`; in `block_on`, `f` may call `block_on` again,
 /// as tokio allows. That includes the tasks of a [`LocalSet`](crate::task::LocalSet) driven
-/// in `block_on`, where tokio's panics: the set's other tasks wait for `f`. So it does if the worker cannot be handed off (the runtime shut down
-/// without waiting for this poll, or a new thread cannot start): `f` then blocks the worker,
-/// whose overdue timers the other workers fire, as when any task blocks its thread. Either
-/// way `f` runs without the task's cooperative budget, as a `spawn_blocking` closure does,
-/// so another executor that `f` drives over the runtime's futures never finds it spent.
+/// in `block_on`, where tokio's panics; the set's other tasks wait for `f`. It also just
+/// calls `f` if the worker cannot be handed off (the runtime shut down without waiting for
+/// this poll, or a new thread cannot start): `f` then blocks the worker, whose overdue
+/// timers the other workers fire, as when any task blocks its thread. Either way `f` runs
+/// without the task's cooperative budget, as a `spawn_blocking` closure does, so another
+/// executor that `f` drives over the runtime's futures never finds it spent.
 ///
 /// Nothing else of the calling task runs while `f` does: the other branches of a
 /// [`join!`](crate::join) or [`select!`](crate::select) around it wait too. A paused clock
