@@ -1,4 +1,4 @@
-//! Model 8e: `block_in_place` hands a runtime's only worker to a new thread of the blocking
+//! Model 8g: `block_in_place` hands a runtime's only worker to a new thread of the blocking
 //! pool (it has none idle) while a task polls, with another task in the worker's queue. The
 //! closure returns at once, so its return races the new thread for the worker: the new thread
 //! takes it and runs the queued task (it moved with the queue, and no other thread takes from

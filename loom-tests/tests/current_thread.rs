@@ -38,7 +38,7 @@ use loom::sync::Arc;
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut model = loom::model::Builder::new();
-    // Two threads running a whole runtime: bounded as model 8e is.
+    // Two threads running a whole runtime: bounded as model 8g is.
     model.preemption_bound = Some(2);
     model.check(f);
 }

@@ -2,7 +2,7 @@
 //! between "a worker decides to sleep" and "another thread makes work for it".
 //!
 //! A worker is running, searching (looking for work to steal) or sleeping. The state word
-//! counts searching workers in its low half and sleeping ones in its high half; the list of
+//! counts searching workers in its low 16 bits and sleeping ones in the bits above; the list of
 //! sleepers sits behind a mutex.
 //!
 //! - **Notifying.** A thread that makes work (pushes a task) then issues a `SeqCst` fence and

@@ -1,8 +1,9 @@
 //! The multi-threaded scheduler: per-worker run queues, a global injector, stealing, and
 //! the idle protocol that puts workers to sleep and wakes them.
 //!
-//! A task woken on a worker thread goes onto that worker's queue; woken anywhere else, onto
-//! the injector. Either way the waker then asks [`Idle`] whether a sleeping worker should wake
+//! A task woken on a worker thread goes onto that worker's queue (the first one a poll wakes
+//! or spawns, into the worker's LIFO slot, to run next); woken anywhere else, onto the
+//! injector. Either way the waker then asks [`Idle`] whether a sleeping worker should wake
 //! to take it. Worker 0 is special in one way only: it owns the timer driver, fires due
 //! timers each turn, and sleeps on the driver instead of a condvar.
 //!

@@ -26,21 +26,21 @@
 //!   its most turns), after `block_on`'s future has had its turn, if woken.
 //!
 //! Unlike tokio's deferred wakes, held tasks can be stolen, though last: a worker that finds
-//! nothing in the others' queues nor in the injector takes the oldest half of another's
-//! `held`, and runs them oldest first. So a worker blocked in a long poll does not keep them
-//! waiting for its length: `work_seen_by` counts them in the idle protocol's recheck, and the
-//! poll that blocks came from a queue whose push woke a worker, if one slept (a hold wakes
-//! none, while queueing several held tasks again does, see `defer_yielded`). `held` travels
-//! with the core through `block_in_place`, and at shutdown its tasks are dropped with the
-//! queue's and cancelled. A held task is still notified, so a wake from elsewhere meanwhile
+//! nothing in the others' queues, the injector or the others' LIFO slots takes the oldest half
+//! of another's `held`, and runs them oldest first. So a worker blocked in a long poll does not
+//! keep them waiting for its length: `work_seen_by` counts them in the idle protocol's recheck,
+//! and the poll that blocks came from a queue whose push woke a worker, if one slept (a hold
+//! wakes none, while queueing several held tasks again does, see `defer_yielded`). `held`
+//! travels with the core through `block_in_place`, and at shutdown its tasks are dropped with
+//! the queue's and cancelled. A held task is still notified, so a wake from elsewhere meanwhile
 //! does not move it forward.
 //!
-//! Worker 0 also fires due timers at the top of every turn, which costs one relaxed load when
-//! no timer is pending, and otherwise a clock reading every turn, or every few while its turns
-//! are short beside the time left before the next deadline (`time/driver/fire.rs`).
+//! Worker 0 also fires due timers at the top of every turn, which costs a relaxed load per
+//! shard when no timer is pending, and otherwise a clock reading every turn, or every few while
+//! its turns are short beside the time left before the next deadline (`time/driver/fire.rs`).
 //! With nothing to run, a worker sleeps by the protocol of `idle.rs`: worker 0 on the timer
-//! driver's poll, with its next expiry as the timeout, the others on a condvar parker. A
-//! worker runs the builder's park callback before it parks and its unpark callback after.
+//! driver's poll, with its next expiry as the timeout, the others on a condvar parker. A worker
+//! runs the builder's park callback before it parks and its unpark callback after.
 //!
 //! Worker 0 can be stuck in a long poll (a task that blocks its thread), and then no timer
 //! of the runtime would fire. So the other workers stand in: every

@@ -1,10 +1,11 @@
 //! [`Clock`]: the time source behind [`Instant::now`](crate::time::Instant::now) inside a
 //! runtime, which a test can pause, advance and resume.
 //!
-//! Until it is first paused the clock is the system's monotonic clock, read with no lock:
-//! one relaxed flag check guards the fast path. Once paused, readings come from `base`, the
-//! clock's reading when it was last paused or resumed, plus the system time elapsed since it
-//! was resumed (none while paused); `advance` moves `base`.
+//! Until it is first paused the clock is the system's monotonic clock, read with no lock: a
+//! relaxed check of a flag guards the fast path, and a `SeqCst` one after the reading keeps it
+//! from running ahead of a `pause` that came meanwhile. Once paused, readings come from `base`,
+//! the clock's reading when it was last paused or resumed, plus the system time elapsed since
+//! it was resumed (none while paused); `advance` moves `base`.
 
 use std::fmt;
 use std::time::Duration;

@@ -13,7 +13,7 @@
 //! moves it down to zero gives back. Making a timer requires an `Arc<Driver>` in hand (the
 //! runtime's handle holds one), so taking that strong reference is always safe, even while
 //! another thread gives the shard's previous one back. While the runtime lives it holds one
-//! count in every shard (`Runtime`'s `timer_holds`), so the counts never reach zero and a
+//! count in every shard (`Runtime`'s `_timer_holds`), so the counts never reach zero and a
 //! timer never touches the `Arc`'s own count; they do after it has gone.
 //!
 //! The counts follow `Arc`'s orderings: an increment is `Relaxed` (the thread making it
