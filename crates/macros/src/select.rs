@@ -184,7 +184,9 @@ fn ends_in_block(expr: &Expr) -> bool {
 /// Removes `mut` and `ref` from a pattern's bindings: the pattern is tried against a shared
 /// reference to the output first, where bindings borrow, and `mut` or `ref` there would move
 /// out of it or be refused. `&mut` patterns stay: nested in a pattern they match through
-/// the shared reference as they are (`Some(&mut n)`); at its top they are peeled off first
+/// the shared reference as they are (`Some(&mut n)`), in a crate of edition 2021 or earlier
+/// (edition 2024 refuses `&` and `&mut` inside a pattern matched through a reference, as it
+/// refuses tokio's `select!` a `Some(&x)`); at its top they are peeled off first
 /// (`peel_references`).
 struct Clean;
 

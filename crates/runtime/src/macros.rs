@@ -9,8 +9,9 @@
 //!
 //! The three keep their futures in one pinned value, a balanced tree of pairs
 //! (`((f0, f1), (f2, f3))`), and each poll splits it into the futures with [`pin_split`], so
-//! that their state holds one pointer to the tree rather than one per future. That split is this module's one `unsafe`
-//! block; the expansions have none, so they compile in a crate that forbids `unsafe`.
+//! that their state holds one pointer to the tree rather than one per future. That split
+//! holds this module's only `unsafe` code (two blocks, one `// SAFETY:` note); the expansions
+//! have none, so they compile in a crate that forbids `unsafe`.
 
 use std::cell::Cell;
 use std::collections::hash_map::RandomState;
@@ -41,8 +42,11 @@ use crate::loom::thread_local_const;
 /// 3. The enabled futures are polled, starting from a random branch each time the task is
 ///    polled (from the first, in the order written, with `biased;`). If the task has spent
 ///    its cooperative budget (see [`task::unconstrained`](crate::task::unconstrained)),
-///    `select!` polls none of them: it wakes the task and yields first, so a branch that is
-///    always ready cannot keep a `select!` in a loop from yielding.
+///    `select!` polls none of them: it wakes the task and yields first. So a branch that is
+///    always ready cannot keep a `select!` in a loop from yielding when the loop spends the
+///    budget (a timer that completes does, as do the runtime's other futures and
+///    [`task::consume_budget`](crate::task::consume_budget)); a loop of futures that spend
+///    none, such as `std::future::ready`, never yields, on tokio as here.
 /// 4. When one completes, its output is matched against its `PATTERN`. If it matches, every
 ///    future is dropped and its `HANDLER` runs with the pattern's bindings; its value is the
 ///    value of `select!`. If not, the branch is disabled and the others are polled on.
