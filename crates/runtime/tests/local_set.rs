@@ -9,7 +9,8 @@
 //! set does nothing, and a guard that outlives it spawns tasks that are cancelled at once; a
 //! task that aborts itself is cancelled; driving a set from inside its own task panics there,
 //! and leaves the set's driver its waker; a yielding local task lets the set's caller run;
-//! `spawn_local` outside a set panics; an output that is not `Send` comes back through the
+//! `spawn_local` outside a set panics; a paused current-thread runtime jumps its clock from
+//! one local sleep to the next; an output that is not `Send` comes back through the
 //! join handle, or is dropped on the set's thread when nobody reads it; `block_in_place` in
 //! a set driven by `block_on` calls its closure on the set's thread.
 
@@ -118,6 +119,38 @@ fn local_tasks_sleep_on_the_runtimes_timers() {
         start.elapsed()
     });
     assert!(elapsed >= Duration::from_millis(30), "{elapsed:?}");
+}
+
+/// The shape of many tokio test suites: a paused current-thread runtime (the test macro's
+/// default) whose test body drives a set. The clock jumps from one local sleep to the next,
+/// and each task sees exactly its own deadline.
+#[escapement::test(start_paused = true)]
+async fn a_paused_current_thread_runtime_jumps_through_the_sleeps_of_local_tasks() {
+    let local = LocalSet::new();
+    let start = Instant::now();
+    let woke = Rc::new(RefCell::new(Vec::new()));
+    local
+        .run_until(async {
+            for ms in [3_600_000u64, 10, 250] {
+                let woke = woke.clone();
+                task::spawn_local(async move {
+                    sleep(Duration::from_millis(ms)).await;
+                    woke.borrow_mut().push((ms, start.elapsed()));
+                });
+            }
+            sleep(Duration::from_millis(500)).await;
+        })
+        .await;
+    assert_eq!(start.elapsed(), Duration::from_millis(500));
+    // The hour-long sleep is still pending; awaiting the set runs it to its end.
+    local.await;
+    assert_eq!(start.elapsed(), Duration::from_secs(3600));
+    let woke = woke.borrow();
+    let expected: Vec<_> = [10u64, 250, 3_600_000]
+        .into_iter()
+        .map(|ms| (ms, Duration::from_millis(ms)))
+        .collect();
+    assert_eq!(*woke, expected);
 }
 
 #[test]
