@@ -43,7 +43,7 @@
 //! |------------|----------------------------------------------|---------------------------------|
 //! | tick `t`   | armed; fires at `t` (the true deadline)      | owner: lock, or CAS to extend   |
 //! | `FIRING`   | the driver claimed it and is taking its waker | driver, under the lock          |
-//! | `FIRED`    | done; the driver will not touch it again      | driver, under the lock, last (*) |
+//! | `FIRED`    | done; the driver will not touch it again      | driver, under the lock, last (*)|
 //! | `CLOSING`  | as `FIRING`, but the driver is shutting down  | driver, under the lock          |
 //! | `SHUTDOWN` | the driver shut down                          | driver, under the lock, last    |
 //!
