@@ -3,19 +3,22 @@
 //! driver catches it and goes on. So the runtime's timers keep firing afterwards, on a
 //! multi-threaded runtime and on a current-thread one, whose paused clock fires the waker in
 //! the middle of the thread's park; and dropping the runtime returns instead of waiting for a
-//! worker (`shutdown_timeout` is the control: it gives up waiting). Each test runs under a
-//! watchdog, so a hang fails it.
+//! worker (`shutdown_timeout` is the control: it gives up waiting). A waker whose `clone`
+//! panics as a sleep registers it leaves the sleep as it was: not elapsed when that was its
+//! first poll, and still woken at its deadline when a later poll registered its task's waker
+//! again. Each test that waits runs under a watchdog, so a hang fails it.
 
 mod support;
 
-use std::future::Future;
+use std::future::{poll_fn, Future};
+use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll, RawWaker, RawWakerVTable, Wake, Waker};
 use std::time::Duration;
 
-use escapement::time::{sleep, Sleep};
+use escapement::time::{sleep, Instant, Sleep};
 use escapement::Runtime;
 
 use support::{running, within};
@@ -100,5 +103,63 @@ fn shutdown_timeout_after_a_waker_panicked_on_worker_0_returns() {
         let delay = fire_a_panicking_waker(&rt);
         rt.shutdown_timeout(Duration::from_millis(100));
         drop(delay);
+    });
+}
+
+/// A waker whose `clone` panics; waking or dropping it does nothing.
+fn a_waker_whose_clone_panics() -> Waker {
+    fn clone(_: *const ()) -> RawWaker {
+        panic!("a waker's clone panicked")
+    }
+    fn nothing(_: *const ()) {}
+    static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, nothing, nothing, nothing);
+    // SAFETY: no function of the vtable reads the data pointer; waking and dropping do nothing,
+    // which keeps the contract, and `clone` unwinds instead of returning.
+    unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) }
+}
+
+/// Polls `delay` with a waker whose clone panics, and checks that the panic came through.
+fn poll_with_a_panicking_clone(delay: Pin<&mut Sleep>) {
+    let waker = a_waker_whose_clone_panics();
+    let polled = panic::catch_unwind(AssertUnwindSafe(|| {
+        delay.poll(&mut Context::from_waker(&waker))
+    }));
+    assert!(polled.is_err(), "the clone's panic came out of the poll");
+}
+
+#[test]
+fn a_sleep_whose_first_poll_panicked_in_the_wakers_clone_is_not_elapsed() {
+    let rt = running(1);
+    let _guard = rt.enter();
+    let mut delay = Box::pin(sleep(Duration::from_secs(3600)));
+    poll_with_a_panicking_clone(delay.as_mut());
+    assert!(!delay.is_elapsed());
+    let polled = delay.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+    assert_eq!(
+        polled,
+        Poll::Pending,
+        "an hour-long sleep completed at once"
+    );
+    assert!(!delay.is_elapsed());
+}
+
+#[test]
+fn a_sleep_whose_later_poll_panicked_in_the_wakers_clone_still_wakes_its_task() {
+    within(Duration::from_secs(30), || {
+        let rt = running(2);
+        rt.block_on(async {
+            let start = Instant::now();
+            let mut delay = Box::pin(sleep(Duration::from_millis(20)));
+            // Registered with the task's waker, then again with the one whose clone panics.
+            poll_fn(|cx| {
+                assert!(delay.as_mut().poll(cx).is_pending());
+                Poll::Ready(())
+            })
+            .await;
+            poll_with_a_panicking_clone(delay.as_mut());
+            // The task's waker goes in again, and the fire reaches it.
+            delay.as_mut().await;
+            assert!(start.elapsed() >= Duration::from_millis(20));
+        });
     });
 }

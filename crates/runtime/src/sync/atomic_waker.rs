@@ -6,8 +6,12 @@
 //! the two meet, the registering side sees `WAKING` on release and wakes the new waker
 //! itself, so a wake racing a registration is never lost: the usual pattern is "the waker's
 //! owner sets a flag, then takes; the future registers, then checks the flag".
+//!
+//! A waker is user code, whose `clone` or `drop` may panic. Neither runs while `register`
+//! holds the slot, so a panic there leaves the slot released, never claimed for good.
 
 use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
 use std::task::Waker;
 
 use crate::loom::{AtomicUsize, Ordering, UnsafeCell};
@@ -40,6 +44,12 @@ impl AtomicWaker {
 
     /// Stores `waker` (unless the stored one would wake the same task). Only one thread may
     /// register at a time: the owner of the future.
+    ///
+    /// # Panics
+    ///
+    /// If cloning `waker` panics (the slot is left empty: a `take` finds nothing until the
+    /// next registration), or dropping the waker it replaces does (`waker` is in place).
+    /// Either way the slot is released first, so the next registration goes through.
     pub(crate) fn register(&self, waker: &Waker) {
         // Acquire pairs with the Release that ended the last `take` or `register`.
         match self.state.compare_exchange(
@@ -49,11 +59,19 @@ impl AtomicWaker {
             Ordering::Acquire,
         ) {
             Ok(_) => {
-                self.waker.with_mut(|slot| {
+                // No code of a waker's runs while the slot is claimed, since a panic there
+                // would leave it claimed for good: the new waker's clone runs under
+                // `catch_unwind`, and the old waker is dropped after the claim is released.
+                let (old, panicked) = self.waker.with_mut(|slot| {
                     // SAFETY: `REGISTERING` gives this thread the slot.
                     let slot = unsafe { &mut *slot };
-                    if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
-                        *slot = Some(waker.clone());
+                    if slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
+                        return (None, None);
+                    }
+                    match panic::catch_unwind(AssertUnwindSafe(|| waker.clone())) {
+                        Ok(new) => (slot.replace(new), None),
+                        // The slot is left empty, as if the old waker had been taken.
+                        Err(payload) => (slot.take(), Some(payload)),
                     }
                 });
                 // AcqRel: Release publishes the new waker to the next `take`; Acquire, on
@@ -71,6 +89,10 @@ impl AtomicWaker {
                     if let Some(waker) = waker {
                         waker.wake();
                     }
+                }
+                drop(old);
+                if let Some(payload) = panicked {
+                    panic::resume_unwind(payload);
                 }
             }
             Err(WAKING) => {

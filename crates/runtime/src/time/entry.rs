@@ -102,10 +102,10 @@ impl TimerEntry {
         let node = this.node.into_ref();
         let shared = node.value();
         if !*this.registered {
-            *this.registered = true;
             // A deadline already past completes now, whatever the wheel's last tick (it moves
             // only as timers are processed, so it can lag the clock).
             if *this.may_be_past && *this.deadline <= this.driver.clock().now() {
+                *this.registered = true;
                 shared.state.store(FIRED, Ordering::Relaxed);
                 return Poll::Ready(());
             }
@@ -114,6 +114,9 @@ impl TimerEntry {
             // last, or it was shut down), so no other thread reaches the slot until
             // `register` links it under its shard's lock, which publishes the write.
             unsafe { shared.waker.register_exclusive(cx.waker()) };
+            // Only once the waker is in: a clone that panicked leaves the timer as it was,
+            // unregistered, where its state (`FIRED` until it is armed) means nothing.
+            *this.registered = true;
             let tick = this.driver.deadline_tick(*this.deadline);
             return match this.driver.register(node, this.driver.shard(), tick) {
                 Registered::Pending => Poll::Pending,
