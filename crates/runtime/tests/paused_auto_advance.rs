@@ -2,8 +2,9 @@
 //! the clock jumps to that timer. A day-long sleep under `start_paused` finishes at once (a
 //! generous real-time bound) on 1 and several workers, taking exactly a day of paused time;
 //! the clock never jumps past an earlier timer; it does not jump while a task is busy or the
-//! `block_on` thread is blocked; it works after `pause()` in a running runtime; and a runtime
-//! whose last timer was cancelled sleeps instead of looking for a jump.
+//! `block_on` thread is blocked; it works after `pause()` in a running runtime, from a task or
+//! from a thread outside `block_on` while every thread idles; and a runtime whose last timer
+//! was cancelled sleeps instead of looking for a jump.
 
 mod support;
 
@@ -200,6 +201,41 @@ fn auto_advance_works_after_pause_in_a_running_runtime() {
             time::resume();
         });
         assert!(real.elapsed() < AT_ONCE);
+    }
+}
+
+/// A thread outside `block_on` (under `Handle::enter`) pauses the clock while every thread of
+/// the runtime is idle, a task asleep for an hour: no thread goes idle after the pause to
+/// nudge worker 0, so the pause itself wakes it to jump. Without that, worker 0 slept on
+/// toward the hour's slot of the wheel on the real clock, most of an hour.
+#[test]
+fn a_pause_from_outside_block_on_while_everything_idles_still_jumps() {
+    for workers in [1, 2] {
+        let rt = escapement::Builder::new()
+            .worker_threads(workers)
+            .build()
+            .expect("a runtime");
+        let (asleep, is_asleep) = std::sync::mpsc::channel();
+        let (woke, has_woken) = std::sync::mpsc::channel();
+        rt.spawn(async move {
+            let start = Instant::now();
+            let hour = sleep(Duration::from_secs(3600));
+            asleep.send(()).unwrap();
+            hour.await;
+            woke.send(start.elapsed()).unwrap();
+        });
+        is_asleep.recv_timeout(AT_ONCE).expect("the task runs");
+        // Time for the workers to park (a worker still awake only makes the case easier).
+        std::thread::sleep(Duration::from_millis(100));
+        let _in_runtime = rt.handle().enter();
+        time::pause();
+        let slept = has_woken
+            .recv_timeout(AT_ONCE)
+            .unwrap_or_else(|_| panic!("{workers} workers: the clock did not jump"));
+        assert!(
+            slept >= Duration::from_secs(3600),
+            "{workers} workers: {slept:?}"
+        );
     }
 }
 

@@ -53,6 +53,10 @@ pub fn pause() {
     if let Err(ClockError::AlreadyPaused) = handle.driver().clock().pause() {
         panic!("escapement::time::pause: the clock is already paused");
     }
+    // With every thread of the runtime idle, no thread goes idle after this to nudge worker 0
+    // (the caller may be outside `block_on`, which the count does not hold), and worker 0 may
+    // be parked toward a far timer on the real clock: wake it to look for a jump.
+    handle.driver().unpark();
 }
 
 /// Lets the current runtime's paused clock run again, from the time it shows.
