@@ -118,6 +118,21 @@ impl TimerSlack {
     }
 }
 
+/// The system instant at which `wakeup`'s tick starts, for the spin, which reads the system
+/// clock: `at` itself while the runtime's clock was never paused, else `after` on from `now`,
+/// a system reading taken as the timer is armed for `after` (each `resume` shifts the
+/// runtime's clock against the system's, so `at` read as a system instant could lie an hour
+/// either side: the spin would give up at once, waking worker 0 before its tick, or run to
+/// its bound). `None` past the system clock's range, which no timer reaches before it fires.
+#[cfg(all(not(loom), all(target_os = "linux", not(miri))))]
+fn spin_target(wakeup: Wakeup, now: std::time::Instant) -> Option<std::time::Instant> {
+    if wakeup.fixed {
+        Some(wakeup.at.into_std())
+    } else {
+        now.checked_add(wakeup.after)
+    }
+}
+
 /// Under loom, the longest park that returns at once (see the module notes).
 #[cfg(loom)]
 pub(crate) const LOOM_SHORT_PARK: Duration = Duration::from_secs(3600);
@@ -197,12 +212,16 @@ impl DriverParker {
     #[cfg(not(loom))]
     fn block(&mut self, wakeup: Option<Wakeup>) {
         #[cfg(all(target_os = "linux", not(miri)))]
-        let timeout = {
+        let (timeout, spin_to) = {
+            let mut spin_to = None;
             if let Some(wakeup) = wakeup {
                 let tick = wakeup.fixed.then_some(wakeup.tick);
                 self.timer.arm(tick, wakeup.after.saturating_sub(self.spin));
+                if !self.spin.is_zero() {
+                    spin_to = spin_target(wakeup, std::time::Instant::now());
+                }
             }
-            None
+            (None, spin_to)
         };
         #[cfg(not(all(target_os = "linux", not(miri))))]
         let timeout = wakeup.map(|w| w.after);
@@ -217,8 +236,8 @@ impl DriverParker {
             }
             if timer {
                 self.timer.expired();
-                if let Some(wakeup) = wakeup.filter(|_| !woken && !self.spin.is_zero()) {
-                    self.spin_until(wakeup.at);
+                if let Some(to) = spin_to.filter(|_| !woken) {
+                    self.spin_until(to);
                 }
             }
         }
@@ -227,8 +246,7 @@ impl DriverParker {
     /// Spins until `at`, an unpark, or a spin margin and a half has passed (a bound in case
     /// the thread was descheduled mid-spin, when the clock has moved on anyway).
     #[cfg(all(not(loom), all(target_os = "linux", not(miri))))]
-    fn spin_until(&self, at: crate::time::Instant) {
-        let at = at.into_std();
+    fn spin_until(&self, at: std::time::Instant) {
         let start = std::time::Instant::now();
         let limit = start + self.spin + self.spin / 2;
         let mut now = start;
@@ -453,9 +471,7 @@ mod tests {
     fn a_spin_toward_a_far_instant_gives_up_after_its_bound() {
         let (parker, _unparker) = DriverParker::new(Duration::from_micros(100)).expect("a poll");
         let start = std::time::Instant::now();
-        parker.spin_until(crate::time::Instant::from_std(
-            start + Duration::from_secs(60),
-        ));
+        parker.spin_until(start + Duration::from_secs(60));
         // The bound is 75 µs; a generous margin for a loaded machine that deschedules us.
         assert!(start.elapsed() < Duration::from_secs(10));
     }
@@ -478,6 +494,34 @@ mod tests {
             // thread descheduled for longer than the spin's bound may come back late instead,
             // never early).
             assert!(std::time::Instant::now() >= at, "round {round} woke early");
+        }
+    }
+
+    /// After a `pause` and a `resume`, the runtime's clock runs a second behind the system's:
+    /// the spin must aim at the tick on the system clock, not at the tick's runtime instant
+    /// read as a system one (a second gone), which made worker 0 give up the spin at once and
+    /// wake a margin before its tick, to find nothing due and park again.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    #[test]
+    fn a_fine_tick_on_a_clock_shifted_by_a_resume_wakes_no_earlier_than_its_tick() {
+        let tick = Duration::from_micros(100);
+        let (mut parker, _unparker) = DriverParker::new(tick).expect("a poll");
+        let shift = Duration::from_secs(1);
+        for round in 0..20u32 {
+            let after = Duration::from_micros(200 + 37 * u64::from(round));
+            let start = std::time::Instant::now();
+            let runtime_now = start.checked_sub(shift).expect("a second of uptime");
+            parker.block(Some(Wakeup {
+                tick: u64::from(round),
+                at: crate::time::Instant::from_std(runtime_now + after),
+                after,
+                fixed: false,
+            }));
+            assert!(
+                start.elapsed() >= after,
+                "round {round} woke {:?} before its tick",
+                after - start.elapsed()
+            );
         }
     }
 }
