@@ -1,8 +1,32 @@
 //! Small helpers with no better home.
 
+use std::any::Any;
 use std::cell::Cell;
+use std::mem;
+use std::panic::{self, AssertUnwindSafe};
 
 use crate::loom::thread::LocalKey;
+
+/// Runs `f`, which is user code (a destructor, a waker, a hook), containing a panic: `None`
+/// if it panicked. The payload is dropped here; one whose own destructor panics too is
+/// leaked instead, since that second panic would unwind out past the caller's bookkeeping.
+#[inline]
+pub(crate) fn contain<R>(f: impl FnOnce() -> R) -> Option<R> {
+    match panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(value) => Some(value),
+        Err(payload) => {
+            drop_payload(payload);
+            None
+        }
+    }
+}
+
+/// Drops a caught panic's payload, leaking the payload of a panic in its destructor.
+pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
+    if let Err(again) = panic::catch_unwind(AssertUnwindSafe(|| drop(payload))) {
+        mem::forget(again);
+    }
+}
 
 /// Sets the thread-local `key` to `value` for the duration of `f`, then puts the previous
 /// value back, also when `f` panics. Where the thread-local is gone (a thread exiting), `f`

@@ -20,7 +20,7 @@ use std::time::Duration;
 use escapement::time::sleep;
 use futures::FutureExt;
 
-use support::{running, wait_finished, wait_until, DropCounter};
+use support::{running, wait_finished, wait_until, DropCounter, PanicsWhenDropped};
 
 #[test]
 fn a_panicking_task_does_not_kill_its_worker() {
@@ -334,15 +334,6 @@ fn a_panic_while_dropping_a_finished_future_is_a_panic_error() {
     assert!(error.is_panic(), "{error:?}");
     assert_eq!(outputs.load(Ordering::SeqCst), 1, "the output was dropped");
     assert_eq!(rt.block_on(rt.spawn(async { 1 })).expect("runs"), 1);
-}
-
-/// A panic payload that panics again when it is dropped.
-struct PanicsWhenDropped;
-
-impl Drop for PanicsWhenDropped {
-    fn drop(&mut self) {
-        panic!("the payload's own drop");
-    }
 }
 
 /// An output whose drop panics with that payload.

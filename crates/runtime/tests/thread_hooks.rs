@@ -4,8 +4,9 @@
 //! callback first and the stop callback last, on itself; the stack size reaches workers and
 //! blocking threads alike, raised to what a worker needs when too small; the name function
 //! names each thread once, and it and `thread_name` replace each other; a worker runs the
-//! park callback before each park and the unpark callback after it; a panicking callback,
-//! or a name callback giving a name no thread can have, costs the runtime nothing; a
+//! park callback before each park and the unpark callback after it; a panicking callback
+//! (also one whose panic's payload panics as it drops), or a name callback giving a name no
+//! thread can have, costs the runtime nothing; a
 //! shutdown's timeout covers the workers' stop callbacks.
 
 mod support;
@@ -19,7 +20,7 @@ use std::time::Duration;
 use escapement::task;
 use escapement::time::sleep;
 
-use support::{wait_until, within};
+use support::{wait_until, within, PanicsWhenDropped};
 
 /// Names of the threads that ran a callback, in order.
 type Log = Arc<Mutex<Vec<String>>>;
@@ -280,6 +281,31 @@ fn a_panicking_callback_costs_the_runtime_nothing() {
     drop(rt);
 }
 
+/// A callback that panics with a payload whose drop panics too: the runtime must drop that
+/// payload with the second panic contained, or the worker that ran the park callback dies,
+/// and the task below never runs.
+#[test]
+fn a_callback_whose_panic_payload_panics_as_it_drops_costs_the_runtime_nothing() {
+    within(Duration::from_secs(30), || {
+        let bad = || std::panic::panic_any(PanicsWhenDropped);
+        let rt = escapement::Builder::new()
+            .worker_threads(1)
+            .on_thread_start(bad)
+            .on_thread_stop(bad)
+            .on_thread_park(bad)
+            .on_thread_unpark(bad)
+            .build()
+            .expect("a runtime");
+        let slept = rt.block_on(rt.spawn(async {
+            sleep(Duration::from_millis(5)).await;
+            3
+        }));
+        let blocking = rt.block_on(rt.spawn_blocking(|| 2)).unwrap();
+        assert_eq!(slept.unwrap() + blocking, 5);
+        drop(rt);
+    });
+}
+
 #[test]
 fn start_and_stop_callbacks_see_the_runtime() {
     let seen = Log::default();
@@ -340,6 +366,11 @@ fn later_threads_named_by(later: fn() -> String) {
 #[test]
 fn a_panicking_name_callback_leaves_the_default_name_and_costs_nothing() {
     later_threads_named_by(|| panic!("a name callback that panics"));
+}
+
+#[test]
+fn a_name_callback_whose_panic_payload_panics_as_it_drops_leaves_the_default_name() {
+    later_threads_named_by(|| std::panic::panic_any(PanicsWhenDropped));
 }
 
 #[test]

@@ -6,7 +6,8 @@
 //! worker (`shutdown_timeout` is the control: it gives up waiting). A waker whose `clone`
 //! panics as a sleep registers it leaves the sleep as it was: not elapsed when that was its
 //! first poll, and still woken at its deadline when a later poll registered its task's waker
-//! again. Each test that waits runs under a watchdog, so a hang fails it.
+//! again. A panic whose payload panics as it drops costs worker 0 nothing either. Each test
+//! that waits runs under a watchdog, so a hang fails it.
 
 mod support;
 
@@ -21,7 +22,7 @@ use std::time::Duration;
 use escapement::time::{sleep, Instant, Sleep};
 use escapement::Runtime;
 
-use support::{running, within};
+use support::{running, within, PanicsWhenDropped};
 
 /// Records that it was woken, then panics.
 struct PanickingWaker(AtomicBool);
@@ -92,6 +93,48 @@ fn a_current_thread_runtime_fires_timers_after_a_waker_panicked_in_its_park() {
             "the panicking waker was woken"
         );
         rt.block_on(async { sleep(Duration::from_millis(50)).await });
+        drop(delay);
+    });
+}
+
+/// Records that it was woken, then panics with a payload whose drop panics too.
+struct WakerWithABadPayload(AtomicBool);
+
+impl Wake for WakerWithABadPayload {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
+        panic::panic_any(PanicsWhenDropped);
+    }
+}
+
+/// The driver must drop the caught payload with that second panic contained too: else it
+/// unwinds out of worker 0, and with one worker nothing runs the task after it.
+#[test]
+fn a_waker_whose_panic_payload_panics_as_it_drops_costs_worker_0_nothing() {
+    within(Duration::from_secs(30), || {
+        let rt = running(1);
+        let waker = Arc::new(WakerWithABadPayload(AtomicBool::new(false)));
+        let mut delay = {
+            let _guard = rt.enter();
+            Box::pin(sleep(Duration::from_millis(5)))
+        };
+        let polled = delay
+            .as_mut()
+            .poll(&mut Context::from_waker(&Waker::from(waker.clone())));
+        assert_eq!(polled, Poll::Pending);
+        while !waker.0.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let slept = rt.block_on(rt.spawn(async {
+            sleep(Duration::from_millis(5)).await;
+            3
+        }));
+        assert_eq!(slept.unwrap(), 3);
+        drop(rt);
         drop(delay);
     });
 }

@@ -3,7 +3,6 @@
 //! thread, and callbacks a worker runs around each park.
 
 use std::fmt;
-use std::panic::{self, AssertUnwindSafe};
 
 use crate::loom::{thread, CallbackArc};
 
@@ -131,8 +130,7 @@ impl ThreadHooks {
 /// started (a blocking pool's shutdown would wait for it forever), or lose the worker being
 /// handed off.
 fn named(name: &NameCallback, default: impl FnOnce() -> String) -> String {
-    panic::catch_unwind(AssertUnwindSafe(|| name()))
-        .ok()
+    crate::util::contain(|| name())
         .filter(|name| !name.contains('\0'))
         .unwrap_or_else(default)
 }
@@ -140,7 +138,7 @@ fn named(name: &NameCallback, default: impl FnOnce() -> String) -> String {
 /// Calls `callback`, if any, containing a panic.
 fn call(callback: Option<&ThreadCallback>) {
     if let Some(callback) = callback {
-        let _ = panic::catch_unwind(AssertUnwindSafe(|| callback()));
+        crate::util::contain(|| callback());
     }
 }
 

@@ -223,7 +223,7 @@ where
                 match panic::catch_unwind(AssertUnwindSafe(|| self.drop_stage_unguarded())) {
                     Ok(()) => self.store_output(Ok(output)),
                     Err(panic) => {
-                        swallow(panic::catch_unwind(AssertUnwindSafe(|| drop(output))));
+                        crate::util::contain(|| drop(output));
                         let id = self.cell().header.id;
                         self.store_output(Err(JoinError::panic(id, panic)));
                     }
@@ -265,9 +265,7 @@ where
 
     /// Drops whatever the stage holds, swallowing a panic from its destructor.
     fn drop_stage(&self) {
-        swallow(panic::catch_unwind(AssertUnwindSafe(|| {
-            self.drop_stage_unguarded();
-        })));
+        crate::util::contain(|| self.drop_stage_unguarded());
     }
 
     /// Drops whatever the stage holds *in place*, leaving `Consumed`. A pinned future must be
@@ -297,7 +295,7 @@ where
     fn complete(self) {
         let state = &self.cell().header.state;
         let prev = state.transition_to_complete();
-        swallow(panic::catch_unwind(AssertUnwindSafe(|| {
+        crate::util::contain(|| {
             if !prev.is_join_interested() {
                 // Nobody will read the output; its destructor runs as the task.
                 super::id::run_as(self.cell().header.id, || self.drop_stage_unguarded());
@@ -313,7 +311,7 @@ where
                     self.take_join_waker();
                 }
             }
-        })));
+        });
         // SAFETY: a borrowed view of the task for the scheduler; `ManuallyDrop` keeps it from
         // releasing a reference it does not own.
         let me = ManuallyDrop::new(unsafe { Task::<S>::from_raw(self.header_ptr()) });
@@ -413,17 +411,6 @@ where
             self.complete();
         } else {
             self.drop_references(1);
-        }
-    }
-}
-
-/// Drops the payload of a panic caught from a destructor or a waker. A payload whose own
-/// destructor panics would unwind out of the worker past the task's bookkeeping, so that
-/// second payload is leaked instead.
-fn swallow(caught: Result<(), Box<dyn std::any::Any + Send>>) {
-    if let Err(payload) = caught {
-        if let Err(again) = panic::catch_unwind(AssertUnwindSafe(|| drop(payload))) {
-            mem::forget(again);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Helpers shared by the runtime's integration tests: runtimes on the paused and the real
 //! clock, a waker that counts its wakes, polling a future once by hand, values that count
-//! their drops or log them by name, real-time waits and watchdogs whose bounds only catch hangs, and the latest
-//! representable `Instant`.
+//! their drops or log them by name, a panic payload whose drop panics too, real-time waits
+//! and watchdogs whose bounds only catch hangs, and the latest representable `Instant`.
 //!
 //! Each test file includes it with `mod support;` and imports what it needs.
 
@@ -89,6 +89,16 @@ pub(crate) struct DropCounter(pub(crate) Arc<AtomicUsize>);
 impl Drop for DropCounter {
     fn drop(&mut self) {
         self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A panic payload that panics again when it is dropped (`std::panic::panic_any` with it):
+/// code that catches a panic of user code must not drop the payload unguarded.
+pub(crate) struct PanicsWhenDropped;
+
+impl Drop for PanicsWhenDropped {
+    fn drop(&mut self) {
+        panic!("the payload's own drop");
     }
 }
 

@@ -373,7 +373,7 @@ impl WakeList {
     pub(super) fn wake_all(&mut self) {
         for slot in &mut self.wakers[..self.len] {
             if let Some(waker) = slot.take() {
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| waker.wake()));
+                crate::util::contain(|| waker.wake());
             }
         }
         self.len = 0;
