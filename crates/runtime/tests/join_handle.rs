@@ -2,21 +2,24 @@
 //! on another thread), dropped exactly once whether the handle goes before or after the task
 //! completes, `is_finished`, `Debug`, and every accessor of `JoinError` for a cancelled and
 //! a panicked task: `is_cancelled`, `is_panic`, `into_panic`, `try_into_panic`, `id`,
-//! `Display`, and the conversion to `io::Error`.
+//! `Display`, and the conversion to `io::Error`. A handle dropped with a waker whose drop
+//! panics still lets its task, and so its runtime, be freed.
 
 mod support;
 
 use std::any::Any;
 use std::future::pending;
 use std::io;
+use std::mem::ManuallyDrop;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::{RawWaker, RawWakerVTable, Waker};
 use std::time::Duration;
 
 use escapement::JoinError;
 
-use support::{running, wait_finished, wait_until, DropCounter};
+use support::{poll_once, running, wait_finished, wait_until, DropCounter};
 
 fn cancelled_error() -> JoinError {
     let rt = running(1);
@@ -199,4 +202,47 @@ fn task_ids_are_unique() {
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), 50);
+}
+
+/// A waker each of whose copies panics when dropped.
+fn a_waker_whose_drop_panics() -> ManuallyDrop<Waker> {
+    fn clone(_: *const ()) -> RawWaker {
+        RawWaker::new(std::ptr::null(), &VTABLE)
+    }
+    fn nothing(_: *const ()) {}
+    fn drop_waker(_: *const ()) {
+        panic!("a waker's drop panicked");
+    }
+    static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, nothing, nothing, drop_waker);
+    // SAFETY: the vtable's functions ignore the data pointer, and never touch memory.
+    ManuallyDrop::new(unsafe { Waker::from_raw(clone(std::ptr::null())) })
+}
+
+/// The handle holds the last reference that frees its task, and the task holds the runtime's
+/// shared state, with the thread callbacks in it: a panic in the waker's drop that unwound
+/// out before the handle released its reference leaked both.
+#[test]
+fn a_handle_dropped_with_a_waker_whose_drop_panics_leaks_neither_task_nor_runtime() {
+    let sentinel = Arc::new(());
+    let held = sentinel.clone();
+    let rt = escapement::Builder::new()
+        .worker_threads(1)
+        .on_thread_start(move || drop(held.clone()))
+        .build()
+        .expect("a runtime");
+    let (release, released) = futures::channel::oneshot::channel::<()>();
+    let mut task = Box::pin(rt.spawn(async move {
+        let _ = released.await;
+    }));
+    assert!(poll_once(task.as_mut(), &a_waker_whose_drop_panics()).is_pending());
+    let dropped = panic::catch_unwind(AssertUnwindSafe(|| drop(task)));
+    assert!(
+        dropped.is_err(),
+        "the waker's drop panicked out of the handle's"
+    );
+    release.send(()).unwrap();
+    drop(rt);
+    wait_until("the runtime's shared state to be freed", || {
+        Arc::strong_count(&sentinel) == 1
+    });
 }

@@ -389,19 +389,24 @@ where
 
     fn drop_join_handle(self) {
         let prev = self.cell().header.state.unset_join_interest();
-        if prev.is_complete() {
+        let waker = if prev.is_complete() {
             // The output is ours, and so is the waker slot unless the task side still
             // holds it (it will drop the waker when it sees the handle gone). The output's
             // destructor runs as the task.
             super::id::run_as(self.cell().header.id, || self.drop_stage());
-            if !prev.is_join_waker_set() {
-                drop(self.take_join_waker());
+            if prev.is_join_waker_set() {
+                None
+            } else {
+                self.take_join_waker()
             }
         } else {
             // The transition took the slot back.
-            drop(self.take_join_waker());
-        }
+            self.take_join_waker()
+        };
         self.drop_references(1);
+        // Last: the waker is user code, whose drop may panic, and the panic goes on out of
+        // the handle's drop; by now the handle's reference is released, so it leaks no task.
+        drop(waker);
     }
 
     fn shutdown(self) {
