@@ -220,9 +220,10 @@ impl Builder {
     ///
     /// A panic in `name` is reported by the panic hook and contained, as a panic in the other
     /// thread callbacks is: that thread gets the default name (`escapement-worker-N`,
-    /// `escapement-blocking`). Tokio lets it unwind out of the `spawn_blocking` call. So does
-    /// a name with a NUL byte, which no thread can have (the standard library panics
-    /// starting such a thread).
+    /// `escapement-blocking`), as it does for a name with a NUL byte, which no thread can
+    /// have (the standard library panics starting such a thread). Tokio lets either unwind
+    /// out of the call that started the thread (`Builder::build` for the workers,
+    /// `spawn_blocking` for a blocking thread).
     ///
     /// # Examples
     ///

@@ -53,7 +53,9 @@ pub(crate) fn try_with_handle<R>(f: impl FnOnce(&Handle) -> R) -> Result<Option<
 
 /// Makes `handle` current until the guard drops, restoring what was current before. Guards
 /// nest: they must be dropped in the reverse order they were made, on the thread that made
-/// them (the guard is not `Send`).
+/// them (the guard is not `Send`). A panic, where the context is gone, names the caller's
+/// caller.
+#[track_caller]
 pub(crate) fn enter(handle: Handle) -> ContextGuard {
     try_enter(handle).expect("the thread's runtime context is gone: the thread is exiting")
 }

@@ -224,6 +224,12 @@ impl Handle {
     /// let sleep = escapement::time::sleep(std::time::Duration::from_millis(1));
     /// drop(sleep);
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// If the thread is exiting and its runtime context is already gone (a thread-local's
+    /// destructor that runs after the runtime's own).
+    #[track_caller]
     pub fn enter(&self) -> EnterGuard<'_> {
         EnterGuard {
             _context: context::enter(self.clone()),

@@ -126,6 +126,7 @@ impl Runtime {
     }
 
     /// Makes this runtime current on this thread; see [`Handle::enter`].
+    #[track_caller]
     pub fn enter(&self) -> EnterGuard<'_> {
         self.handle.enter()
     }
