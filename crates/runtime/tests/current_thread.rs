@@ -1,7 +1,8 @@
 //! The current-thread runtime (`Builder::new_current_thread`): its tasks and timers run on
 //! the thread in `block_on`, in an order that is the same from run to run, and nothing runs
 //! outside `block_on`; two threads in `block_on` take turns with the tasks; shutdown drops
-//! the tasks left queued; `block_in_place` panics there, as on tokio's.
+//! the tasks left queued, and waits for a `Handle::block_on` driving the runtime to come back
+//! from its poll; `block_in_place` panics there, as on tokio's.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -303,6 +304,33 @@ fn a_runtime_shut_down_while_another_thread_runs_its_tasks_cancels_them() {
     drop(rt);
     let joined = waiting.join().unwrap();
     assert!(joined.unwrap_err().is_cancelled());
+}
+
+/// The thread in `Handle::block_on` drives the runtime, so it is its worker, and a shutdown
+/// waits for the poll of its future under way to return, as for a worker busy in a task.
+#[test]
+fn dropping_the_runtime_waits_for_the_poll_of_a_handle_block_on_that_drives_it() {
+    let rt = current_thread();
+    let handle = rt.handle().clone();
+    let (polling, is_polling) = mpsc::channel();
+    let returned = Arc::new(AtomicBool::new(false));
+    let driving = {
+        let returned = returned.clone();
+        thread::spawn(move || {
+            handle.block_on(async move {
+                polling.send(()).unwrap();
+                thread::sleep(Duration::from_millis(200));
+                returned.store(true, Ordering::SeqCst);
+            })
+        })
+    };
+    is_polling.recv().unwrap();
+    drop(rt);
+    assert!(
+        returned.load(Ordering::SeqCst),
+        "the drop returned while the worker was in its poll"
+    );
+    driving.join().unwrap();
 }
 
 #[test]

@@ -149,6 +149,10 @@ impl Runtime {
     /// one of the runtime's own blocking closures, it does not wait for the blocking
     /// closures: one of them may be waiting for the very future or closure that shuts the
     /// runtime down. On one of the runtime's own workers it waits for the other workers.
+    ///
+    /// A current-thread runtime's worker is the thread in `block_on` that drives it, which
+    /// may be another thread's [`Handle::block_on`]: the shutdown waits for that thread's
+    /// poll of its own future to return, as for a worker busy in a task's poll.
     pub fn shutdown_timeout(mut self, timeout: Duration) {
         self.shutdown(Some(timeout));
     }
