@@ -4,12 +4,13 @@
 //! fires every timer due by then and wakes its waker (checked with counting wakers
 //! registered from tasks on 4 workers), then yields once, so that on a current-thread
 //! runtime the tasks it woke have run (tokio's, which fires at its next park, runs the body
-//! first); `pause` mid-run freezes on a tick boundary and `resume` lets the clock run on from
-//! where it stood, with a timer worker 0 was already sleeping toward firing at its new
-//! instant; a timer already due when first polled after a `pause` that followed a stretch on
-//! the real clock fires at once, while a blocking closure holds auto-advance back. (An
-//! `advance` racing worker 0's own
-//! timer processing is `paused_advance_race.rs`.)
+//! first), and a task that yielded before runs between the advances of a task advancing in
+//! a loop, as `yield_now` would let it; a `timeout` shorter than the advance it wraps elapses;
+//! `pause` mid-run freezes on a tick boundary and `resume` lets the clock run on from where it
+//! stood, with a timer worker 0 was already sleeping toward firing at its new instant; a
+//! timer already due when first polled after a `pause` that followed a stretch on the real
+//! clock fires at once, while a blocking closure holds auto-advance back. (An `advance`
+//! racing worker 0's own timer processing is `paused_advance_race.rs`.)
 
 mod support;
 
@@ -137,6 +138,65 @@ fn on_a_current_thread_runtime_the_tasks_an_advance_wakes_run_before_it_complete
         time::advance(Duration::from_millis(5)).await;
         assert_eq!(slept.load(Ordering::SeqCst), 1);
     });
+}
+
+/// The advance fires the timeout's timer as it moves the clock past it, so the timeout has
+/// elapsed when it looks, after its first poll of the advance (tokio's gives `Ok`: its timer
+/// fires later, and it polls the advance, done by then, first; `docs/guarantees.md`).
+#[test]
+fn a_timeout_shorter_than_the_advance_it_wraps_elapses() {
+    let rt = escapement::Builder::new_current_thread()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let start = Instant::now();
+        let wrapped = time::timeout(
+            Duration::from_millis(1),
+            time::advance(Duration::from_millis(8)),
+        )
+        .await;
+        assert!(wrapped.is_err());
+        assert_eq!(start.elapsed(), Duration::from_millis(8));
+    });
+}
+
+/// A task that advances the clock in a loop yields at each advance as `yield_now` does, so a
+/// task that yielded runs again after its next advance or so, as on tokio (2 ms here on
+/// both); requeued at once instead, the advancing task ran all ten first (10 ms).
+#[test]
+fn a_task_advancing_in_a_loop_lets_a_task_that_yielded_run_between_its_advances() {
+    for workers in [None, Some(1)] {
+        let rt = match workers {
+            None => escapement::Builder::new_current_thread(),
+            Some(workers) => {
+                let mut builder = escapement::Builder::new();
+                builder.worker_threads(workers);
+                builder
+            }
+        }
+        .start_paused(true)
+        .build()
+        .unwrap();
+        let resumed = rt.block_on(async {
+            let start = Instant::now();
+            let yielder = escapement::spawn(async move {
+                escapement::task::yield_now().await;
+                start.elapsed()
+            });
+            let advancer = escapement::spawn(async {
+                for _ in 0..10 {
+                    time::advance(Duration::from_millis(1)).await;
+                }
+            });
+            advancer.await.unwrap();
+            yielder.await.unwrap()
+        });
+        assert!(
+            resumed <= Duration::from_millis(2),
+            "{workers:?} workers: the task that yielded ran again at {resumed:?}"
+        );
+    }
 }
 
 #[test]

@@ -13,10 +13,10 @@
 //! blocks in a long poll does not keep the task it woke for that long (`task/slot.rs`). A
 //! current-thread runtime has no slot, as tokio's has none.
 //!
-//! A task that wakes itself to yield (`yield_now`, or a spent budget) is held back, out of the
-//! run queue, as tokio defers such wakes, so that the yield lets everything else that is ready
-//! run first: its worker puts it on a second queue of its core, `held`. The worker queues the
-//! held tasks again, last first (`held` is LIFO):
+//! A task that wakes itself to yield (`yield_now`, `time::advance`, or a spent budget) is
+//! held back, out of the run queue, as tokio defers such wakes, so that the yield lets
+//! everything else that is ready run first: its worker puts it on a second queue of its
+//! core, `held`. The worker queues the held tasks again, last first (`held` is LIFO):
 //! - when it has nothing else to run: its queue and the injector are empty (before it would
 //!   steal, and so before it would park);
 //! - every `global_queue_interval` turns, behind its queue, at the turn that looks at the

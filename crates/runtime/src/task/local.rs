@@ -55,9 +55,10 @@ use crate::sync::AtomicWaker;
 use crate::{JoinHandle, Runtime};
 
 /// Tasks a set runs in one poll before it lets its caller run again. A task that yields
-/// (`yield_now`, or a spent budget) runs again only after that, so that the caller's future
-/// and the runtime's other tasks run first, as on tokio's current-thread runtime. Tokio's
-/// number, so a ported test that counts the tasks run before its caller's next turn agrees.
+/// (`yield_now`, `time::advance`, or a spent budget) runs again only after that, so that the
+/// caller's future and the runtime's other tasks run first, as on tokio's current-thread
+/// runtime. Tokio's number, so a ported test that counts the tasks run before its caller's
+/// next turn agrees.
 const TASKS_PER_POLL: usize = 61;
 
 thread_local_const! {

@@ -63,8 +63,9 @@ pub(crate) trait Schedule: Send + Sync + Sized + 'static {
     /// Puts a notified task on a run queue.
     fn schedule(&self, task: Notified<Self>);
 
-    /// Puts a task that woke itself to yield ([`yield_now`], or a spent budget) back in line:
-    /// by default as any other, while a scheduler that defers such tasks holds it back.
+    /// Puts a task that woke itself to yield ([`yield_now`], `time::advance`, or a spent
+    /// budget) back in line: by default as any other, while a scheduler that defers such
+    /// tasks holds it back.
     fn schedule_yielded(&self, task: Notified<Self>) {
         self.schedule(task);
     }

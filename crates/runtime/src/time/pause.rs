@@ -88,13 +88,14 @@ pub fn resume() {
 /// started, at the default 1 ms tick) fires no timer armed after that, as none could fire
 /// without coming early (see "The largest duration" in `docs/guarantees.md`).
 ///
-/// Having moved the clock and fired what is due, it yields once before it completes: on a
-/// current-thread runtime the tasks already woken (those the advance woke included) run
-/// once, on the new time, before the code after `advance(d).await` does, up to 61 of them
-/// (the thread polls its `block_on` future again after every 61 tasks it runs; yield again
-/// for more). Tokio's yields too,
-/// but fires its timers only at its next park, after the body has gone on (see "Where tokio
-/// code behaves differently" in `docs/guarantees.md`).
+/// Having moved the clock and fired what is due, it yields once before it completes, as
+/// [`yield_now`](crate::task::yield_now) does (a task is held back behind the other ready
+/// tasks, those that yielded before included): on a current-thread runtime the tasks already
+/// woken (those the advance woke included) run once, on the new time, before the code after
+/// `advance(d).await` does, up to 61 of them (the thread polls its `block_on` future again
+/// after every 61 tasks it runs; yield again for more). Tokio's yields too, but fires its
+/// timers only at its next park, after the body has gone on (see "Where tokio code behaves
+/// differently" in `docs/guarantees.md`).
 ///
 /// # Examples
 ///
@@ -164,7 +165,11 @@ impl Future for Advance {
             return Poll::Ready(());
         };
         self.advance(caller);
-        // Yields once, as tokio's does, so that the tasks the advance woke run first.
+        // Yields once, as tokio's does (with `yield_now`), so that the tasks the advance woke
+        // run first, and so do those that yielded before: the task is held back as a
+        // `yield_now` holds it, not queued again at once, or a task advancing in a loop would
+        // keep them waiting for most of the `global_queue_interval`.
+        crate::task::coop::note_yield();
         cx.waker().wake_by_ref();
         Poll::Pending
     }
