@@ -119,17 +119,20 @@ impl TimerSlack {
 }
 
 /// The system instant at which `wakeup`'s tick starts, for the spin, which reads the system
-/// clock: `at` itself while the runtime's clock was never paused, else `after` on from `now`,
-/// a system reading taken as the timer is armed for `after` (each `resume` shifts the
+/// clock: `at` itself while the runtime's clock was never paused, else `after` on from
+/// `now()`, a system reading taken as the timer is armed for `after` (each `resume` shifts the
 /// runtime's clock against the system's, so `at` read as a system instant could lie an hour
 /// either side: the spin would give up at once, waking worker 0 before its tick, or run to
 /// its bound). `None` past the system clock's range, which no timer reaches before it fires.
 #[cfg(all(not(loom), all(target_os = "linux", not(miri))))]
-fn spin_target(wakeup: Wakeup, now: std::time::Instant) -> Option<std::time::Instant> {
+fn spin_target(
+    wakeup: Wakeup,
+    now: impl FnOnce() -> std::time::Instant,
+) -> Option<std::time::Instant> {
     if wakeup.fixed {
         Some(wakeup.at.into_std())
     } else {
-        now.checked_add(wakeup.after)
+        now().checked_add(wakeup.after)
     }
 }
 
@@ -218,7 +221,7 @@ impl DriverParker {
                 let tick = wakeup.fixed.then_some(wakeup.tick);
                 self.timer.arm(tick, wakeup.after.saturating_sub(self.spin));
                 if !self.spin.is_zero() {
-                    spin_to = spin_target(wakeup, std::time::Instant::now());
+                    spin_to = spin_target(wakeup, std::time::Instant::now);
                 }
             }
             (None, spin_to)
