@@ -1,17 +1,17 @@
 //! `task::JoinSet` and `task::AbortHandle`: outputs in the order tasks finish (also when they
 //! finished before the first join), an empty set answering `None` at once, aborting through the
-//! set or through a handle, dropping the set aborting what is left, `detach_all` letting tasks
-//! run on, `shutdown`, `join_all` and the panic it resumes or raises, `try_join_next` (which
-//! keeps the wake-up a pending `poll_join_next` asked for), cancel safety of `join_next`,
-//! blocking tasks, spawning on a handle from outside, building a set from an iterator and
-//! extending it, the joins that return each task's id beside its output, and local tasks
-//! whose outputs are not `Send`.
+//! set or through a handle (in the order the tasks joined the set), dropping the set aborting
+//! what is left, `detach_all` letting tasks run on, `shutdown`, `join_all` and the panic it
+//! resumes or raises, `try_join_next` (which keeps the wake-up a pending `poll_join_next` asked
+//! for), cancel safety of `join_next`, blocking tasks, spawning on a handle from outside,
+//! building a set from an iterator and extending it, the joins that return each task's id
+//! beside its output, and local tasks whose outputs are not `Send`.
 
 mod support;
 
 use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use escapement::task::{AbortHandle, JoinSet, LocalSet};
 use escapement::time::{sleep, timeout, Duration};
@@ -99,6 +99,64 @@ fn abort_all_cancels_the_running_tasks_and_keeps_the_finished_outputs() {
         );
         assert_eq!(cancelled, 1);
     });
+}
+
+/// Logs its name when dropped.
+struct LogDrop(&'static str, Arc<Mutex<Vec<&'static str>>>);
+
+impl Drop for LogDrop {
+    fn drop(&mut self) {
+        self.1.lock().unwrap().push(self.0);
+    }
+}
+
+/// `abort_all`, `shutdown` and dropping the set cancel the tasks in the order they joined
+/// it, as tokio's do, though a task that joined later holds the slot of one that left; on a
+/// current-thread runtime their futures are then dropped in that order.
+#[test]
+fn the_tasks_are_cancelled_in_the_order_they_joined_the_set() {
+    for how in ["abort_all", "shutdown", "drop"] {
+        let rt = escapement::Builder::new_current_thread()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        let dropped = rt.block_on(async {
+            let log = Arc::new(Mutex::new(Vec::new()));
+            let waiting = |name| {
+                let guard = LogDrop(name, log.clone());
+                async move {
+                    let _guard = guard;
+                    sleep(Duration::from_secs(5)).await;
+                }
+            };
+            let mut set = JoinSet::new();
+            set.spawn(async {});
+            set.spawn(waiting("first"));
+            set.spawn(waiting("second"));
+            escapement::task::yield_now().await;
+            set.join_next().await.unwrap().unwrap();
+            // Into the slot the finished task left.
+            set.spawn(waiting("third"));
+            set.spawn(waiting("fourth"));
+            escapement::task::yield_now().await;
+            match how {
+                "abort_all" => {
+                    set.abort_all();
+                    while set.join_next().await.is_some() {}
+                }
+                "shutdown" => set.shutdown().await,
+                _ => {
+                    drop(set);
+                    for _ in 0..10 {
+                        escapement::task::yield_now().await;
+                    }
+                }
+            }
+            let dropped = log.lock().unwrap().clone();
+            dropped
+        });
+        assert_eq!(dropped, ["first", "second", "third", "fourth"], "{how}");
+    }
 }
 
 #[test]

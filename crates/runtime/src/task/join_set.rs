@@ -386,11 +386,20 @@ impl<T: 'static> JoinSet<T> {
 }
 
 impl<T> JoinSet<T> {
-    /// Aborts every task in the set. They stay in it: a later join returns each, cancelled
-    /// unless it finished first.
+    /// Aborts every task in the set, in the order they joined it (so on a current-thread
+    /// runtime their futures are dropped in that order, as with tokio). They stay in the set:
+    /// a later join returns each, cancelled unless it finished first.
     pub fn abort_all(&mut self) {
-        for (_, entry) in &self.entries {
-            entry.handle.abort();
+        // The slab hands the key of a task that left to the next one to join, so its order is
+        // not the tasks'; each entry's `id` is.
+        let mut handles: Vec<_> = self
+            .entries
+            .iter()
+            .map(|(_, entry)| (entry.id, &entry.handle))
+            .collect();
+        handles.sort_unstable_by_key(|&(id, _)| id);
+        for (_, handle) in handles {
+            handle.abort();
         }
     }
 
