@@ -1,7 +1,8 @@
 //! Model 17: a `LocalSet`'s run queue, driven on the model's main thread, and the wakers of
 //! its tasks fired on another thread. A wake that races the driver's look at the queue still
 //! reaches it, whether the driver is `run_until` or a caller awaiting the set (otherwise
-//! `block_on` waits forever: loom reports a deadlock); a wake that
+//! `block_on` waits forever: loom reports a deadlock); so does a task spawned in the set's
+//! turn, which wakes no one, since the turn's look at the queue comes after it; a wake that
 //! races the set's drop leaves the task's future dropped once, on the set's thread, and
 //! frees everything (loom reports any `Arc` left alive at the end of an execution).
 #![cfg(loom)]
@@ -94,6 +95,24 @@ fn a_wake_from_another_thread_reaches_the_driver() {
         let task = set.spawn_local(gate.clone());
         let opener = thread::spawn(move || gate.open());
         loom::future::block_on(set.run_until(task)).expect("the task completes");
+        opener.join().unwrap();
+    });
+}
+
+/// The future `run_until` drives spawns a task and awaits it, while another thread opens
+/// the gate the task waits on: the spawn, on the driving thread in the set's turn, wakes no
+/// one, so the turn must look at the queue after the future's poll.
+#[test]
+fn a_task_spawned_in_the_sets_turn_runs_while_a_wake_from_another_thread_races() {
+    loom::model(|| {
+        let set = LocalSet::new();
+        let gate = Gate::new();
+        let waiting = gate.clone();
+        let opener = thread::spawn(move || gate.open());
+        loom::future::block_on(
+            set.run_until(async move { escapement::task::spawn_local(waiting).await }),
+        )
+        .expect("the task completes");
         opener.join().unwrap();
     });
 }

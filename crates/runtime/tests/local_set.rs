@@ -9,6 +9,7 @@
 //! set does nothing, and a guard that outlives it spawns tasks that are cancelled at once; a
 //! task that aborts itself is cancelled; driving a set from inside its own task panics there,
 //! and leaves the set's driver its waker; a yielding local task lets the set's caller run;
+//! a spawn in the set's turn polls its caller no more than its wakes do;
 //! `spawn_local` outside a set panics; a paused current-thread runtime jumps its clock from
 //! one local sleep to the next; an output that is not `Send` comes back through the
 //! join handle, or is dropped on the set's thread when nobody reads it; `block_in_place` in
@@ -656,6 +657,62 @@ fn a_yielding_task_runs_again_after_the_others_and_the_sets_caller() {
             "current-thread: {current_thread}"
         );
     }
+}
+
+/// Counts the polls of the future it wraps.
+struct Polls<F> {
+    polls: Rc<Cell<usize>>,
+    future: Pin<Box<F>>,
+}
+
+impl<F: Future> Future for Polls<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        self.polls.set(self.polls.get() + 1);
+        self.future.as_mut().poll(cx)
+    }
+}
+
+/// A task spawned on the thread driving the set, in the set's turn, wakes no one: the turn
+/// runs it (or, its share spent, wakes its caller again to). So the future `run_until`
+/// drives is polled only when it is woken (twice: at the start, and when its sleep fires),
+/// and so is the task that awaited the set, as on tokio; a wake of the set's caller there
+/// polled each once more for nothing.
+#[test]
+fn a_spawn_in_the_sets_turn_polls_its_caller_no_more_than_its_wakes() {
+    let rt = escapement::Builder::new_current_thread()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    let local = LocalSet::new();
+    let driven = Rc::new(Cell::new(0));
+    let ran = Rc::new(Cell::new(false));
+    let spawned = ran.clone();
+    rt.block_on(local.run_until(Polls {
+        polls: driven.clone(),
+        future: Box::pin(async move {
+            task::spawn_local(async move { spawned.set(true) });
+            sleep(Duration::from_millis(2)).await;
+        }),
+    }));
+    assert!(ran.get(), "the local task ran");
+    assert_eq!(driven.get(), 2, "polls of the future run_until drives");
+
+    let awaiting = Rc::new(Cell::new(0));
+    rt.block_on(Polls {
+        polls: awaiting.clone(),
+        future: Box::pin(async {
+            let local = LocalSet::new();
+            local.spawn_local(async {
+                task::spawn_local(async {});
+            });
+            local.await;
+            sleep(Duration::from_millis(3)).await;
+        }),
+    });
+    // The first poll runs the set to its end and registers the sleep; its firing, the second.
+    assert_eq!(awaiting.get(), 2, "polls of the task that awaited the set");
 }
 
 /// Tasks that yield in the same turn run again last one first, as tokio wakes the tasks it

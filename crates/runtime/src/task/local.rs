@@ -31,6 +31,10 @@
 //! A waker may fire on any thread: it pushes the task onto the queue under the queue's lock
 //! and wakes the waker that last drove the set (an [`AtomicWaker`]). The driver registers
 //! that waker before it looks at the queue, so a push that the look misses still wakes it.
+//! A push on the thread driving the set, during its turn (a spawn from `run_until`'s future
+//! or from a task, a task that yields), wakes no one, as tokio's does not: the turn's last
+//! look at the queue comes after it, and wakes the caller again if tasks are left; waking
+//! the caller there would only poll it once more for nothing.
 //! Once the set is dropped its queue is closed, and a task scheduled then is dropped instead:
 //! its future is already gone.
 //!
@@ -64,6 +68,13 @@ const TASKS_PER_POLL: usize = 61;
 thread_local_const! {
     /// The set that `spawn_local` spawns onto on this thread.
     static CURRENT: RefCell<Option<Arc<Shared>>> = RefCell::new(None);
+}
+
+thread_local_const! {
+    /// The set this thread is driving (its `Shared`), from the registration of the driver's
+    /// waker to the set's last look at its queue: a task this thread schedules onto it then
+    /// wakes no one, since that look will see it (see `Scheduler::schedule`).
+    static DRIVING: Cell<*const Shared> = Cell::new(std::ptr::null());
 }
 
 /// A set of tasks that run on the thread that drives it, so they need not be `Send`.
@@ -161,6 +172,11 @@ impl Schedule for Scheduler {
             // The set is gone and shut the task down: only the reference is left to drop,
             // outside the lock, as it may be the task's last.
             Some(task) => drop(task),
+            // Scheduled on the thread driving the set, in its turn (a spawn from the future
+            // `run_until` drives, a task that yields): the turn looks at the queue before it
+            // ends, and wakes the caller again if tasks are left, so waking it here would
+            // only poll it once more for nothing, where tokio does not.
+            None if DRIVING.with(Cell::get) == Arc::as_ptr(&self.0) => {}
             None => {
                 if let Some(waker) = self.0.driver.take() {
                     waker.wake();
@@ -360,6 +376,12 @@ impl LocalSet {
         rt.block_on(self.run_until(future))
     }
 
+    /// Runs `f`, a turn of the caller driving the set that ends with its look at the queue
+    /// (`run_ready`), with the set marked as driven by this thread.
+    fn driving<R>(&self, f: impl FnOnce() -> R) -> R {
+        crate::util::with_local(&DRIVING, Arc::as_ptr(&self.shared), f)
+    }
+
     /// Panics if called from inside one of the set's tasks: the set would be driven by two
     /// callers, and its one driver's waker would leave one of them asleep. Called before the
     /// caller's waker is registered, which would replace the outer driver's.
@@ -431,7 +453,7 @@ impl Future for LocalSet {
         let _enter = self.enter();
         // Before the queue is looked at, so a task scheduled after the look wakes us.
         self.shared.driver.register(cx.waker());
-        if self.run_ready() {
+        if self.driving(|| self.run_ready()) {
             // The turn's share is spent: come back after the caller's other work.
             cx.waker().wake_by_ref();
             return Poll::Pending;
@@ -516,14 +538,15 @@ impl<F: Future> Future for RunUntil<'_, F> {
         let _enter = set.enter();
         // Before the queue is looked at, as in `LocalSet::poll`.
         set.shared.driver.register(cx.waker());
-        // The future first: it may complete without waiting for the tasks.
-        if let Poll::Ready(output) = this.future.poll(cx) {
-            return Poll::Ready(output);
-        }
-        if set.run_ready() {
-            cx.waker().wake_by_ref();
-        }
-        Poll::Pending
+        let future = this.future;
+        set.driving(|| {
+            // The future first: it may complete without waiting for the tasks.
+            let polled = future.poll(cx);
+            if polled.is_pending() && set.run_ready() {
+                cx.waker().wake_by_ref();
+            }
+            polled
+        })
     }
 }
 
