@@ -24,8 +24,9 @@ use escapement::Runtime;
 
 use support::{running, within, PanicsWhenDropped};
 
-/// Records that it was woken, then panics.
-struct PanickingWaker(AtomicBool);
+/// Records that it was woken, then panics: with a payload whose drop panics too when the
+/// second field says so.
+struct PanickingWaker(AtomicBool, bool);
 
 impl Wake for PanickingWaker {
     fn wake(self: Arc<Self>) {
@@ -34,13 +35,20 @@ impl Wake for PanickingWaker {
 
     fn wake_by_ref(self: &Arc<Self>) {
         self.0.store(true, Ordering::SeqCst);
+        if self.1 {
+            panic::panic_any(PanicsWhenDropped);
+        }
         panic!("a waker panicked");
     }
 }
 
-/// Registers a 5 ms sleep on `rt` whose waker panics; returns the waker and the sleep.
-fn register_a_panicking_waker(rt: &Runtime) -> (Arc<PanickingWaker>, Pin<Box<Sleep>>) {
-    let waker = Arc::new(PanickingWaker(AtomicBool::new(false)));
+/// Registers a 5 ms sleep on `rt` whose waker panics (with a payload that panics as it drops
+/// if `bad_payload`); returns the waker and the sleep.
+fn register_a_panicking_waker(
+    rt: &Runtime,
+    bad_payload: bool,
+) -> (Arc<PanickingWaker>, Pin<Box<Sleep>>) {
+    let waker = Arc::new(PanickingWaker(AtomicBool::new(false), bad_payload));
     let mut delay = {
         let _guard = rt.enter();
         Box::pin(sleep(Duration::from_millis(5)))
@@ -53,8 +61,8 @@ fn register_a_panicking_waker(rt: &Runtime) -> (Arc<PanickingWaker>, Pin<Box<Sle
 }
 
 /// Registers a short sleep whose waker panics, and waits until the driver woke it.
-fn fire_a_panicking_waker(rt: &Runtime) -> Pin<Box<Sleep>> {
-    let (waker, delay) = register_a_panicking_waker(rt);
+fn fire_a_panicking_waker(rt: &Runtime, bad_payload: bool) -> Pin<Box<Sleep>> {
+    let (waker, delay) = register_a_panicking_waker(rt, bad_payload);
     let begin = std::time::Instant::now();
     while !waker.0.load(Ordering::SeqCst) {
         assert!(begin.elapsed() < Duration::from_secs(10), "never fired");
@@ -69,7 +77,7 @@ fn dropping_the_runtime_after_a_waker_panicked_on_worker_0_returns() {
     for workers in [1, 3] {
         within(Duration::from_secs(30), move || {
             let rt = running(workers);
-            let delay = fire_a_panicking_waker(&rt);
+            let delay = fire_a_panicking_waker(&rt, false);
             rt.block_on(async { sleep(Duration::from_millis(5)).await });
             drop(rt);
             drop(delay);
@@ -84,7 +92,7 @@ fn a_current_thread_runtime_fires_timers_after_a_waker_panicked_in_its_park() {
             .start_paused(true)
             .build()
             .expect("a runtime");
-        let (waker, delay) = register_a_panicking_waker(&rt);
+        let (waker, delay) = register_a_panicking_waker(&rt, false);
         // With nothing else to do, the thread jumps the clock to 5 ms as it parks, and fires
         // the panicking waker there; the later sleep needs the thread to go on driving.
         rt.block_on(async { sleep(Duration::from_millis(50)).await });
@@ -97,38 +105,13 @@ fn a_current_thread_runtime_fires_timers_after_a_waker_panicked_in_its_park() {
     });
 }
 
-/// Records that it was woken, then panics with a payload whose drop panics too.
-struct WakerWithABadPayload(AtomicBool);
-
-impl Wake for WakerWithABadPayload {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.store(true, Ordering::SeqCst);
-        panic::panic_any(PanicsWhenDropped);
-    }
-}
-
 /// The driver must drop the caught payload with that second panic contained too: else it
 /// unwinds out of worker 0, and with one worker nothing runs the task after it.
 #[test]
 fn a_waker_whose_panic_payload_panics_as_it_drops_costs_worker_0_nothing() {
     within(Duration::from_secs(30), || {
         let rt = running(1);
-        let waker = Arc::new(WakerWithABadPayload(AtomicBool::new(false)));
-        let mut delay = {
-            let _guard = rt.enter();
-            Box::pin(sleep(Duration::from_millis(5)))
-        };
-        let polled = delay
-            .as_mut()
-            .poll(&mut Context::from_waker(&Waker::from(waker.clone())));
-        assert_eq!(polled, Poll::Pending);
-        while !waker.0.load(Ordering::SeqCst) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        let delay = fire_a_panicking_waker(&rt, true);
         let slept = rt.block_on(rt.spawn(async {
             sleep(Duration::from_millis(5)).await;
             3
@@ -143,7 +126,7 @@ fn a_waker_whose_panic_payload_panics_as_it_drops_costs_worker_0_nothing() {
 fn shutdown_timeout_after_a_waker_panicked_on_worker_0_returns() {
     within(Duration::from_secs(30), || {
         let rt = running(2);
-        let delay = fire_a_panicking_waker(&rt);
+        let delay = fire_a_panicking_waker(&rt, false);
         rt.shutdown_timeout(Duration::from_millis(100));
         drop(delay);
     });
