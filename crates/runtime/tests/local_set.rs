@@ -9,7 +9,8 @@
 //! set does nothing, and a guard that outlives it spawns tasks that are cancelled at once; a
 //! task that aborts itself is cancelled; driving a set from inside its own task panics there,
 //! and leaves the set's driver its waker; a yielding local task lets the set's caller run;
-//! a spawn in the set's turn polls its caller no more than its wakes do;
+//! a spawn in the set's turn polls its caller no more than its wakes do, and still runs when
+//! the future of `run_until` that spawned it completes at once;
 //! `spawn_local` outside a set panics; a paused current-thread runtime jumps its clock from
 //! one local sleep to the next; an output that is not `Send` comes back through the
 //! join handle, or is dropped on the set's thread when nobody reads it; `block_in_place` in
@@ -713,6 +714,24 @@ fn a_spawn_in_the_sets_turn_polls_its_caller_no_more_than_its_wakes() {
     });
     // The first poll runs the set to its end and registers the sleep; its firing, the second.
     assert_eq!(awaiting.get(), 2, "polls of the task that awaited the set");
+}
+
+/// Two drivers of one set in one `join!`: the second's future spawns a task, which wakes no
+/// one in the set's turn, and completes, so that turn never looks at the queue; it must wake
+/// the set's driver as it ends, or the first, waiting for the task, waits for ever.
+#[test]
+fn a_task_spawned_by_a_run_until_future_that_then_completes_still_runs() {
+    within(HANG, || {
+        let rt = escapement::Builder::new_current_thread().build().unwrap();
+        let local = LocalSet::new();
+        let (sent, received) = futures::channel::oneshot::channel();
+        let waiter = local.run_until(async { received.await.unwrap() });
+        let spawner = local.run_until(async move {
+            task::spawn_local(async move { sent.send(7).unwrap() });
+        });
+        let (seven, ()) = rt.block_on(async { escapement::join!(waiter, spawner) });
+        assert_eq!(seven, 7);
+    });
 }
 
 /// Tasks that yield in the same turn run again last one first, as tokio wakes the tasks it

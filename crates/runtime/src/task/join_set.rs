@@ -386,9 +386,10 @@ impl<T: 'static> JoinSet<T> {
 }
 
 impl<T> JoinSet<T> {
-    /// Aborts every task in the set, in the order they joined it (so on a current-thread
-    /// runtime their futures are dropped in that order, as with tokio). They stay in the set:
-    /// a later join returns each, cancelled unless it finished first.
+    /// Aborts every task in the set, in the order they joined it, as tokio's does (so on a
+    /// current-thread runtime the futures of the tasks that were waiting are dropped in that
+    /// order; one already queued keeps its place). They stay in the set: a later join returns
+    /// each, cancelled unless it finished first.
     pub fn abort_all(&mut self) {
         // The slab hands the key of a task that left to the next one to join, so its order is
         // not the tasks'; each entry's `id` is.

@@ -34,7 +34,9 @@
 //! A push on the thread driving the set, during its turn (a spawn from `run_until`'s future
 //! or from a task, a task that yields), wakes no one, as tokio's does not: the turn's last
 //! look at the queue comes after it, and wakes the caller again if tasks are left; waking
-//! the caller there would only poll it once more for nothing.
+//! the caller there would only poll it once more for nothing. A turn of `run_until` whose
+//! future completes or panics makes no such look, and wakes the driver as it ends if tasks
+//! are queued.
 //! Once the set is dropped its queue is closed, and a task scheduled then is dropped instead:
 //! its future is already gone.
 //!
@@ -539,14 +541,40 @@ impl<F: Future> Future for RunUntil<'_, F> {
         // Before the queue is looked at, as in `LocalSet::poll`.
         set.shared.driver.register(cx.waker());
         let future = this.future;
+        let mut turn = Turn { set, looked: false };
         set.driving(|| {
             // The future first: it may complete without waiting for the tasks.
             let polled = future.poll(cx);
-            if polled.is_pending() && set.run_ready() {
-                cx.waker().wake_by_ref();
+            if polled.is_pending() {
+                turn.looked = true;
+                if set.run_ready() {
+                    cx.waker().wake_by_ref();
+                }
             }
             polled
         })
+    }
+}
+
+/// A turn of `run_until`, which ends without a look at the queue when its future completes
+/// or panics: a task that future spawned or woke on the way woke no one
+/// (`Scheduler::schedule`), so the set's driver is woken here if tasks are queued. Another
+/// driver of the set, polled earlier with the same waker (a `join!` of two `run_until`s), may
+/// be waiting for them.
+struct Turn<'a> {
+    set: &'a LocalSet,
+    looked: bool,
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        if self.looked || self.set.shared.queue.lock().tasks.is_empty() {
+            return;
+        }
+        if let Some(waker) = self.set.shared.driver.take() {
+            // Contained: this may run while the future's panic unwinds.
+            crate::util::contain(|| waker.wake());
+        }
     }
 }
 
