@@ -22,7 +22,7 @@ pub(crate) fn contain<R>(f: impl FnOnce() -> R) -> Option<R> {
 }
 
 /// Drops a caught panic's payload, leaking the payload of a panic in its destructor.
-pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
+fn drop_payload(payload: Box<dyn Any + Send>) {
     if let Err(again) = panic::catch_unwind(AssertUnwindSafe(|| drop(payload))) {
         mem::forget(again);
     }

@@ -73,9 +73,10 @@ thread_local_const! {
 }
 
 thread_local_const! {
-    /// The set this thread is driving (its `Shared`), from the registration of the driver's
-    /// waker to the set's last look at its queue: a task this thread schedules onto it then
-    /// wakes no one, since that look will see it (see `Scheduler::schedule`).
+    /// The set this thread is driving (its `Shared`) for the set's turn, from the poll of
+    /// `run_until`'s future or of the first task to the turn's last look at the queue: a task
+    /// this thread schedules onto it then wakes no one, since that look will see it (see
+    /// `Scheduler::schedule`, and `Turn` for a turn that ends without the look).
     static DRIVING: Cell<*const Shared> = Cell::new(std::ptr::null());
 }
 
