@@ -1,7 +1,8 @@
 //! A worker's LIFO slot: the first task that the task a worker polls wakes or spawns runs
 //! next, ahead of the queue; no more than three such tasks in a row, so two tasks that wake
-//! each other cannot keep the queue waiting; another worker takes the task from the slot of
-//! a worker blocked in a long poll; a current-thread runtime keeps FIFO order.
+//! each other cannot keep the queue waiting; a task that wakes itself goes behind the queue
+//! instead; another worker takes the task from the slot of a worker blocked in a long poll;
+//! a current-thread runtime keeps FIFO order.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -151,6 +152,47 @@ fn two_tasks_that_wake_each_other_do_not_keep_the_queue_waiting() {
     let (ping, pong) = join_within(&rt, task);
     // Each polled a handful of times, not for as long as the bound above.
     assert!(ping < 20 && pong < 20, "polled {ping} and {pong} times");
+}
+
+/// A future that records `name` at every poll and wakes itself `polls` times before it
+/// completes, with no `yield_now`: as tokio does, the wake queues it behind the others.
+fn waking_itself(
+    name: &'static str,
+    polls: usize,
+    order: Arc<Mutex<Vec<&'static str>>>,
+) -> impl Future<Output = ()> {
+    let mut left = polls;
+    std::future::poll_fn(move |cx| {
+        order.lock().unwrap().push(name);
+        left -= 1;
+        if left == 0 {
+            return Poll::Ready(());
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+}
+
+#[test]
+fn a_task_that_wakes_itself_goes_behind_the_queue_not_into_the_slot() {
+    let rt = Builder::new().worker_threads(1).build().unwrap();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let task = rt.spawn({
+        let order = order.clone();
+        async move {
+            // The first into the slot, the second into the queue: each poll of either
+            // must let the other run before it runs again.
+            let a = escapement::spawn(waking_itself("a", 4, order.clone()));
+            let b = escapement::spawn(waking_itself("b", 4, order));
+            a.await.unwrap();
+            b.await.unwrap();
+        }
+    });
+    join_within(&rt, task);
+    assert_eq!(
+        *order.lock().unwrap(),
+        ["a", "b", "a", "b", "a", "b", "a", "b"]
+    );
 }
 
 #[test]

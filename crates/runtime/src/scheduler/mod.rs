@@ -266,18 +266,11 @@ fn steal_any(injector: &Injector<Notified<Handle>>) -> Option<Notified<Handle>> 
 
 impl Schedule for Handle {
     fn schedule(&self, task: Notified<Handle>) {
-        let shared = &*self.shared;
-        if let Err(task) = worker::push_local(shared, task) {
-            shared.injector.push(task);
-            // A push that raced with shutdown's final drain must not leave the task in the
-            // injector: pairs with the SeqCst store in `begin_shutdown`.
-            fence(Ordering::SeqCst);
-            if shared.is_shutdown() {
-                shared.drain_injector();
-                return;
-            }
-        }
-        shared.notify_parked();
+        self.push(task, true);
+    }
+
+    fn schedule_woken_while_running(&self, task: Notified<Handle>) {
+        self.push(task, false);
     }
 
     fn schedule_yielded(&self, task: Notified<Handle>) {
@@ -288,6 +281,25 @@ impl Schedule for Handle {
 
     fn release(&self, task: &Task<Handle>) -> Option<Task<Handle>> {
         self.shared.owned.remove(task)
+    }
+}
+
+impl Handle {
+    /// Queues `task`: on this thread's worker, if it is one of the runtime's (into its LIFO
+    /// slot if `may_run_next` and a poll woke it), or on the injector.
+    fn push(&self, task: Notified<Handle>, may_run_next: bool) {
+        let shared = &*self.shared;
+        if let Err(task) = worker::push_local(shared, task, may_run_next) {
+            shared.injector.push(task);
+            // A push that raced with shutdown's final drain must not leave the task in the
+            // injector: pairs with the SeqCst store in `begin_shutdown`.
+            fence(Ordering::SeqCst);
+            if shared.is_shutdown() {
+                shared.drain_injector();
+                return;
+            }
+        }
+        shared.notify_parked();
     }
 }
 

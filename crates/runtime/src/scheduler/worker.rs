@@ -8,10 +8,13 @@
 //! if it is empty (the first such task of a poll; the others queue), and runs next, ahead of
 //! the queue and the injector: a message's receiver runs while the message is still in the
 //! cache, as in tokio. At most [`MAX_LIFO_POLLS`] slot tasks run in a row; the next one goes
-//! to the back of the queue, so two tasks that wake each other do not keep it waiting. Unlike
-//! tokio's, the slot can be stolen, though after the queues and the injector: a worker that
-//! blocks in a long poll does not keep the task it woke for that long (`task/slot.rs`). A
-//! current-thread runtime has no slot, as tokio's has none.
+//! to the back of the queue, so two tasks that wake each other do not keep it waiting. A task
+//! woken while it runs, by itself or from another thread, goes to the back of the queue once
+//! its poll returns, not to the slot, as in tokio: a task that wakes itself in a loop lets
+//! the queue run between two of its polls. Unlike tokio's, the slot can be stolen, though
+//! after the queues and the injector: a worker that blocks in a long poll does not keep the
+//! task it woke for that long (`task/slot.rs`). A current-thread runtime has no slot, as
+//! tokio's has none.
 //!
 //! A task that wakes itself to yield (`yield_now`, `time::advance`, or a spent budget) is
 //! held back, out of the run queue, as tokio defers such wakes, so that the yield lets
@@ -217,9 +220,9 @@ pub(crate) struct Worker {
 }
 
 /// Pushes `task` onto this thread's local queue if this thread is a worker of `shared`;
-/// gives the task back otherwise. The first task that the task the worker polls wakes (or
-/// spawns) goes to its LIFO slot instead, to run next.
-pub(crate) fn push_local(shared: &Shared, task: Task) -> Result<(), Task> {
+/// gives the task back otherwise. If `may_run_next`, the first task that the task the worker
+/// polls wakes (or spawns) goes to its LIFO slot instead, to run next.
+pub(crate) fn push_local(shared: &Shared, task: Task, may_run_next: bool) -> Result<(), Task> {
     let mut task = Some(task);
     let pushed = LOCAL
         .try_with(|local| match &*local.borrow() {
@@ -231,7 +234,7 @@ pub(crate) fn push_local(shared: &Shared, task: Task) -> Result<(), Task> {
                 ..
             }) if std::ptr::eq(&*handle.shared, shared) => {
                 let task = task.take().expect("pushed once");
-                if *lifo && ROLE.try_with(Cell::get).ok() == Some(Role::Polling) {
+                if may_run_next && *lifo && ROLE.try_with(Cell::get).ok() == Some(Role::Polling) {
                     if let Err(task) = shared.remotes[*index].lifo.put(task) {
                         queue.push(task);
                     }

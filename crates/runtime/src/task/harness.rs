@@ -150,7 +150,7 @@ where
                         if coop::yield_noted() {
                             self.cell().scheduler.schedule_yielded(notified);
                         } else {
-                            self.cell().scheduler.schedule(notified);
+                            self.cell().scheduler.schedule_woken_while_running(notified);
                         }
                         // The worker's reference kept the task alive while it was scheduled
                         // (the queued `Notified` may already be running elsewhere).

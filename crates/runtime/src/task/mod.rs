@@ -63,6 +63,14 @@ pub(crate) trait Schedule: Send + Sync + Sized + 'static {
     /// Puts a notified task on a run queue.
     fn schedule(&self, task: Notified<Self>);
 
+    /// Puts a task that was woken while it ran, by itself or by another thread, back in
+    /// line once its poll returned `Pending`: by default as any other, while a scheduler
+    /// whose LIFO slot runs a woken task next puts this one at the back of its queue, as
+    /// tokio does, so that a task that wakes itself in a loop lets the others run.
+    fn schedule_woken_while_running(&self, task: Notified<Self>) {
+        self.schedule(task);
+    }
+
     /// Puts a task that woke itself to yield ([`yield_now`], `time::advance`, or a spent
     /// budget) back in line: by default as any other, while a scheduler that defers such
     /// tasks holds it back.
