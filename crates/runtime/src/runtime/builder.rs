@@ -10,7 +10,9 @@ use super::thread_hooks::{ThreadHooks, ThreadNames};
 use super::{Handle, Runtime};
 use crate::loom::{Arc, CallbackArc};
 use crate::park::Parker;
-use crate::scheduler::worker::{self, Core, LiveWorker, Park, Worker};
+use crate::scheduler::worker::{
+    self, Core, LiveWorker, Park, QueueInterval, Worker, DEFAULT_GLOBAL_QUEUE_INTERVAL,
+};
 use crate::scheduler::{CoreSlot, Local, Remote, Shared};
 use crate::task::{BlockingPool, Slot};
 use crate::time::clock::Clock;
@@ -34,11 +36,9 @@ const DEFAULT_MAX_BLOCKING_THREADS: usize = 512;
 /// How long a `spawn_blocking` thread waits for another job by default.
 const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(10);
 
-/// How many turns a worker takes between two looks at the injector first, by default.
-const DEFAULT_GLOBAL_QUEUE_INTERVAL: u32 = 61;
-
-/// The same for a current-thread runtime, whose one thread also runs the futures in
-/// `block_on`: tokio's current-thread default.
+/// How many turns a current-thread runtime's worker takes between two looks at the injector
+/// first (its one thread also runs the futures in `block_on`): tokio's current-thread
+/// default. A multi-threaded runtime's workers tune theirs (`QueueInterval::Tuned`).
 const CURRENT_THREAD_GLOBAL_QUEUE_INTERVAL: u32 = 31;
 
 /// Configures and builds a [`Runtime`].
@@ -64,8 +64,9 @@ pub struct Builder {
     metrics: bool,
     max_blocking_threads: usize,
     keep_alive: Duration,
-    /// Every this many turns a worker takes from the injector before its own queue.
-    global_queue_interval: u32,
+    /// Every this many turns a worker takes from the injector before its own queue; `None`
+    /// for the flavor's default (`Shared::new`).
+    global_queue_interval: Option<u32>,
     /// Names, stack size and callbacks of every thread the runtime starts.
     hooks: ThreadHooks,
 }
@@ -83,7 +84,7 @@ impl Builder {
             metrics: true,
             max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
             keep_alive: DEFAULT_KEEP_ALIVE,
-            global_queue_interval: DEFAULT_GLOBAL_QUEUE_INTERVAL,
+            global_queue_interval: None,
             hooks: ThreadHooks::default(),
         }
     }
@@ -131,7 +132,6 @@ impl Builder {
         let mut builder = Builder::new();
         builder.worker_threads(1);
         builder.current_thread = true;
-        builder.global_queue_interval = CURRENT_THREAD_GLOBAL_QUEUE_INTERVAL;
         builder
     }
 
@@ -362,9 +362,11 @@ impl Builder {
 
     /// How many turns a worker takes between two looks at the shared queue of tasks woken
     /// or spawned outside the workers before its own queue: smaller is fairer to outside
-    /// work, larger favours the worker's own tasks. The default is 61, and 31 on a
-    /// [current-thread](Builder::new_current_thread) runtime, as tokio's (whose multi-thread
-    /// scheduler tunes its own unless this is set).
+    /// work, larger favours the worker's own tasks. By default each worker of a
+    /// multi-threaded runtime tunes its own to about 200 µs of polling, by a moving average
+    /// of how long its polls take, between 2 and 127 turns (61 until it has measured), as
+    /// tokio's do; a [current-thread](Builder::new_current_thread) runtime's is 31, as
+    /// tokio's. Setting it turns the tuning off.
     ///
     /// # Panics
     ///
@@ -372,7 +374,7 @@ impl Builder {
     #[track_caller]
     pub fn global_queue_interval(&mut self, interval: u32) -> &mut Builder {
         assert!(interval > 0, "global_queue_interval must be greater than 0");
-        self.global_queue_interval = interval;
+        self.global_queue_interval = Some(interval);
         self
     }
 
@@ -482,6 +484,19 @@ impl Builder {
         self
     }
 
+    /// The interval the workers start with, and whether they tune it.
+    fn queue_interval(&self) -> QueueInterval {
+        match self.global_queue_interval {
+            Some(interval) => QueueInterval::Fixed(interval),
+            None if self.current_thread => {
+                QueueInterval::Fixed(CURRENT_THREAD_GLOBAL_QUEUE_INTERVAL)
+            }
+            // loom has no time to tune by, and a model runs the same way every time.
+            None if cfg!(loom) => QueueInterval::Fixed(DEFAULT_GLOBAL_QUEUE_INTERVAL),
+            None => QueueInterval::Tuned,
+        }
+    }
+
     /// Builds the runtime and starts its worker threads.
     ///
     /// # Errors
@@ -551,7 +566,7 @@ impl Builder {
                 ),
                 self.name.as_deref().map(Box::from),
                 self.hooks.clone(),
-                self.global_queue_interval,
+                self.queue_interval(),
                 core_slot,
             )),
         };

@@ -30,6 +30,7 @@ use crate::time::driver::Driver;
 pub(crate) use current::CoreSlot;
 pub(crate) use idle::{Idle, WorkSeen};
 pub(crate) use queue::{Injector, Local, Stealer};
+pub(crate) use worker::QueueInterval;
 
 /// What every worker and every task of one runtime share.
 pub(crate) struct Shared {
@@ -51,8 +52,9 @@ pub(crate) struct Shared {
     /// What the workers run around a park (the builder's `on_thread_park` and
     /// `on_thread_unpark`).
     pub(crate) hooks: ThreadHooks,
-    /// Every this many turns a worker takes from the injector before its own queue.
-    pub(crate) global_queue_interval: u32,
+    /// How many turns a worker takes between two looks at the injector before its own
+    /// queue (`worker.rs`).
+    pub(crate) global_queue_interval: QueueInterval,
     /// Tasks spawned so far (for metrics and tests).
     pub(crate) spawned: AtomicUsize,
     /// The runtime's name, from [`Builder::name`](crate::Builder::name).
@@ -84,7 +86,7 @@ impl Shared {
         blocking: Arc<BlockingPool<BlockingJob>>,
         name: Option<Box<str>>,
         hooks: ThreadHooks,
-        global_queue_interval: u32,
+        global_queue_interval: QueueInterval,
         core_slot: Option<CoreSlot>,
     ) -> Shared {
         let workers = remotes.len();

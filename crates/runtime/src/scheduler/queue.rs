@@ -8,12 +8,13 @@
 //! over a simpler queue rather than the deque's internals.
 //!
 //! The stand-in keeps what those protocols depend on: a batch steal takes as many tasks as
-//! crossbeam-deque 0.8's does (half of the queue, rounded up, at most 33 from the injector
-//! and 32 from a worker's queue; crossbeam's injector may stop earlier, at the end of one of
-//! its blocks), and moves them in two steps, out of the source under its lock and into the
+//! crossbeam-deque 0.8's does (half of the queue, rounded up, at most the caller's limit from
+//! the injector and 32 from a worker's queue; crossbeam's injector may stop earlier, at the
+//! end of one of its blocks), and moves them in two steps, out of the source under its lock and into the
 //! thief's queue under that one's, so that, as in crossbeam, a batch on its way is in neither
 //! queue for a while, where a worker going to sleep may look for it. And a look at whether a
-//! queue is empty does not take its lock: it reads the queue's length, which each change
+//! queue is empty, or of the injector's length, does not take its lock: it reads the
+//! queue's length, which each change
 //! stores (`Release`) before it releases the lock, with `Acquire`, as crossbeam's
 //! `Stealer::is_empty` and `Injector::is_empty` read their queue's indices. So, as there, a
 //! look that nothing orders after a push may miss the task; under the lock, every look would
@@ -89,14 +90,19 @@ mod imp {
                 None => Steal::Empty,
             }
         }
-        pub(crate) fn steal_batch_and_pop(&self, dest: &Local<T>) -> Steal<T> {
-            take_batch(self.0.lock(), dest, |len| len.div_ceil(2).min(33))
+        pub(crate) fn steal_batch_with_limit_and_pop(
+            &self,
+            dest: &Local<T>,
+            limit: usize,
+        ) -> Steal<T> {
+            take_batch(self.0.lock(), dest, |len| len.div_ceil(2).min(limit))
         }
         pub(crate) fn is_empty(&self) -> bool {
             self.0.is_empty()
         }
         pub(crate) fn len(&self) -> usize {
-            self.0.lock().len()
+            // Without the lock, as crossbeam's reads the queue's indices.
+            self.0.len.load(Ordering::Acquire)
         }
     }
 

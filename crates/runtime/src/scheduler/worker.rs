@@ -1,8 +1,14 @@
 //! A worker thread: its loop, its local queue, and how it parks.
 //!
-//! Each turn a worker runs one task: from its own queue, from the injector (first, every
-//! `global_queue_interval` turns, 61 unless the builder says otherwise and 31 on a
-//! current-thread runtime, so outside work is not starved), or stolen from another worker.
+//! Each turn a worker runs one task: from its own queue, from the injector, or stolen from
+//! another worker. So that outside work is not starved, every `global_queue_interval` turns
+//! a worker looks at the injector first. Unless the builder sets the interval, a worker of a
+//! multi-threaded runtime tunes its own, as tokio's do: it times its polls in stretches of
+//! one interval, with a clock reading at each look (none while it parks), keeps a moving
+//! average of their length, and sets the next interval to about [`TARGET_INTERVAL`] of
+//! polls, between [`MIN_TUNED_INTERVAL`] and [`MAX_TUNED_INTERVAL`] turns. With a fixed
+//! interval of 61, a task that spun 20 µs a poll left a task spawned from outside every
+//! millisecond waiting longer and longer. A current-thread runtime's interval is 31.
 //!
 //! A task that the task being polled wakes or spawns goes to the worker's LIFO slot instead,
 //! if it is empty (the first such task of a poll; the others queue), and runs next, ahead of
@@ -112,6 +118,73 @@ const OVERDUE_CHECK_INTERVAL: u32 = 4;
 /// wake each other would otherwise keep the queue waiting.
 const MAX_LIFO_POLLS: u32 = 3;
 
+/// How many turns a multi-threaded runtime's worker takes between two looks at the injector
+/// first until it has timed its polls, and always under loom, which has no time.
+pub(crate) const DEFAULT_GLOBAL_QUEUE_INTERVAL: u32 = 61;
+
+/// How long a tuned interval's turns take, by the moving average of a poll's length.
+const TARGET_INTERVAL: Duration = Duration::from_micros(200);
+
+/// The bounds of a tuned interval: at 2 the worker's own queue still has every other turn.
+const MIN_TUNED_INTERVAL: u32 = 2;
+const MAX_TUNED_INTERVAL: u32 = 127;
+
+/// How much one poll's length moves the average; a stretch of `n` polls moves it by
+/// `1 - (1 - POLL_WEIGHT)^n`.
+const POLL_WEIGHT: f64 = 0.1;
+
+/// How many turns a worker takes between two looks at the injector first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QueueInterval {
+    /// Always this many: the builder's, or a current-thread runtime's.
+    Fixed(u32),
+    /// Tuned by each worker to its polls' length (the module's note).
+    Tuned,
+}
+
+/// A worker's timing of its polls, for a tuned [`QueueInterval`].
+struct IntervalTuner {
+    /// When the stretch of polls being timed began: at the last look at the injector, unless
+    /// the worker parked since.
+    since: Option<Instant>,
+    /// The moving average of a poll's length, in nanoseconds.
+    mean_poll_nanos: f64,
+}
+
+impl IntervalTuner {
+    fn new() -> IntervalTuner {
+        IntervalTuner {
+            since: None,
+            // As if the polls took what the default interval is tuned for.
+            mean_poll_nanos: TARGET_INTERVAL.as_nanos() as f64
+                / f64::from(DEFAULT_GLOBAL_QUEUE_INTERVAL),
+        }
+    }
+
+    /// Ends the stretch of `polls` polls being timed, if one was, starts the next, and
+    /// returns the interval for it.
+    fn next_interval(&mut self, polls: u32) -> u32 {
+        let now = Instant::now();
+        if let Some(since) = self.since.replace(now) {
+            if polls > 0 {
+                let mean =
+                    now.saturating_duration_since(since).as_nanos() as f64 / f64::from(polls);
+                let exponent = i32::try_from(polls).unwrap_or(i32::MAX);
+                let weight = 1.0 - (1.0 - POLL_WEIGHT).powi(exponent);
+                self.mean_poll_nanos += weight * (mean - self.mean_poll_nanos);
+            }
+        }
+        // A float-to-integer cast saturates: an average of zero gives the largest interval.
+        let turns = (TARGET_INTERVAL.as_nanos() as f64 / self.mean_poll_nanos) as u32;
+        turns.clamp(MIN_TUNED_INTERVAL, MAX_TUNED_INTERVAL)
+    }
+
+    /// The worker parks: the time until it runs again is no poll's.
+    fn stop(&mut self) {
+        self.since = None;
+    }
+}
+
 type Task = Notified<Handle>;
 
 thread_local_const! {
@@ -217,6 +290,10 @@ pub(crate) struct Worker {
     pace: ClockPace,
     /// Tasks run in a row from the LIFO slot.
     lifo_polls: u32,
+    /// Polls since the tuner's stretch began (counted for every interval; cheaper than a
+    /// branch on whether it is tuned).
+    polls: u32,
+    tuner: IntervalTuner,
 }
 
 /// Pushes `task` onto this thread's local queue if this thread is a worker of `shared`;
@@ -608,7 +685,10 @@ impl Drop for SlackBack {
 impl Worker {
     pub(crate) fn new(handle: Handle, index: usize) -> Worker {
         Worker {
-            injector_countdown: handle.shared.global_queue_interval,
+            injector_countdown: match handle.shared.global_queue_interval {
+                QueueInterval::Fixed(interval) => interval,
+                QueueInterval::Tuned => DEFAULT_GLOBAL_QUEUE_INTERVAL,
+            },
             handle,
             index,
             searching: false,
@@ -616,6 +696,8 @@ impl Worker {
             rng: 0x9E37_79B9 ^ (index as u32 + 1).wrapping_mul(0x85EB_CA6B),
             pace: ClockPace::default(),
             lifo_polls: 0,
+            polls: 0,
+            tuner: IntervalTuner::new(),
         }
     }
 
@@ -756,6 +838,7 @@ impl Worker {
     /// A task that woke itself to yield is held back (`defer_yielded`).
     fn run_task(&mut self, task: Task) -> Role {
         self.end_search();
+        self.polls = self.polls.wrapping_add(1);
         ROLE.with(|role| role.set(Role::Polling));
         coop::take_yield();
         task.run();
@@ -815,7 +898,10 @@ impl Worker {
         self.lifo_polls = 0;
         self.injector_countdown -= 1;
         if self.injector_countdown == 0 {
-            self.injector_countdown = shared.global_queue_interval;
+            self.injector_countdown = match shared.global_queue_interval {
+                QueueInterval::Fixed(interval) => interval,
+                QueueInterval::Tuned => self.tuner.next_interval(std::mem::take(&mut self.polls)),
+            };
             if let Some(task) = steal_retrying(|| shared.injector.steal()) {
                 return Some(task);
             }
@@ -823,7 +909,7 @@ impl Worker {
         let (task, batched) = Self::with_queue(|queue| match queue.pop() {
             Some(task) => (Some(task), false),
             None => {
-                let task = steal_retrying(|| shared.injector.steal_batch_and_pop(queue));
+                let task = take_injected(shared, queue);
                 (task, !queue.is_empty())
             }
         });
@@ -857,7 +943,7 @@ impl Worker {
                 .find_map(|i| {
                     steal_retrying(|| shared.remotes[i].stealer.steal_batch_and_pop(queue))
                 })
-                .or_else(|| steal_retrying(|| shared.injector.steal_batch_and_pop(queue)))
+                .or_else(|| take_injected(shared, queue))
                 // Then the task another worker runs next: it may be blocked in a long poll.
                 .or_else(|| {
                     (0..workers)
@@ -881,6 +967,8 @@ impl Worker {
     pub(crate) fn park(&mut self) {
         // The time the turns took before the park says nothing of those after it.
         self.pace.restart();
+        self.tuner.stop();
+        self.polls = 0;
         let shared = &self.handle.shared;
         shared.hooks.park();
         let was_searching = std::mem::take(&mut self.searching);
@@ -1035,6 +1123,25 @@ fn steal_retrying(mut steal: impl FnMut() -> Steal<Task>) -> Option<Task> {
             Steal::Empty => return None,
         }
     }
+}
+
+/// The most tasks a worker takes from the injector at once: crossbeam-deque's own cap.
+const MAX_INJECTED_BATCH: usize = 33;
+
+/// Takes a batch of tasks from the injector into `queue` and returns the first of them: one
+/// worker's share of what the injector holds (its length over the number of workers, plus
+/// one), as tokio's workers take, and at most half of it, as crossbeam's steal does. So a
+/// burst spawned from outside spreads evenly over the workers that wake for it, where halves
+/// gave the first worker as many as all the others together; and as a worker that its own
+/// tasks keep busy takes one task at a time from the injector and steals nothing, a lopsided
+/// split of long-running tasks would last.
+fn take_injected(shared: &Shared, queue: &Local<Task>) -> Option<Task> {
+    let share = shared.injector.len() / shared.remotes.len() + 1;
+    steal_retrying(|| {
+        shared
+            .injector
+            .steal_batch_with_limit_and_pop(queue, share.min(MAX_INJECTED_BATCH))
+    })
 }
 
 impl fmt::Debug for Worker {
