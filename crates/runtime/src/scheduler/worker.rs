@@ -3,10 +3,10 @@
 //! Each turn a worker runs one task: from its own queue, from the injector, or stolen from
 //! another worker. So that outside work is not starved, every `global_queue_interval` turns
 //! a worker looks at the injector first. Unless the builder sets the interval, a worker of a
-//! multi-threaded runtime tunes its own, as tokio's do: it times its polls in stretches of
+//! multi-threaded runtime tunes its own, as tokio's do: it times its turns in stretches of
 //! one interval, with a clock reading at each look (none while it parks), keeps a moving
 //! average of their length, and sets the next interval to about [`TARGET_INTERVAL`] of
-//! polls, between [`MIN_TUNED_INTERVAL`] and [`MAX_TUNED_INTERVAL`] turns. With a fixed
+//! turns, between [`MIN_TUNED_INTERVAL`] and [`MAX_TUNED_INTERVAL`]. With a fixed
 //! interval of 61, a task that spun 20 µs a poll left a task spawned from outside every
 //! millisecond waiting longer and longer. A current-thread runtime's interval is 31.
 //!
@@ -119,67 +119,71 @@ const OVERDUE_CHECK_INTERVAL: u32 = 4;
 const MAX_LIFO_POLLS: u32 = 3;
 
 /// How many turns a multi-threaded runtime's worker takes between two looks at the injector
-/// first until it has timed its polls, and always under loom, which has no time.
+/// first until it has timed its turns, and always under loom, which has no time.
 pub(crate) const DEFAULT_GLOBAL_QUEUE_INTERVAL: u32 = 61;
 
-/// How long a tuned interval's turns take, by the moving average of a poll's length.
+/// How long a tuned interval's turns take, by the moving average of a turn's length.
 const TARGET_INTERVAL: Duration = Duration::from_micros(200);
 
 /// The bounds of a tuned interval: at 2 the worker's own queue still has every other turn.
 const MIN_TUNED_INTERVAL: u32 = 2;
 const MAX_TUNED_INTERVAL: u32 = 127;
 
-/// How much one poll's length moves the average; a stretch of `n` polls moves it by
-/// `1 - (1 - POLL_WEIGHT)^n`.
-const POLL_WEIGHT: f64 = 0.1;
+/// How much one turn's length moves the average; a stretch of `n` turns moves it by
+/// `1 - (1 - TURN_WEIGHT)^n`.
+const TURN_WEIGHT: f64 = 0.1;
 
 /// How many turns a worker takes between two looks at the injector first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum QueueInterval {
     /// Always this many: the builder's, or a current-thread runtime's.
     Fixed(u32),
-    /// Tuned by each worker to its polls' length (the module's note).
+    /// Tuned by each worker to its turns' length (the module's note).
     Tuned,
 }
 
-/// A worker's timing of its polls, for a tuned [`QueueInterval`].
+/// A worker's timing of its turns, for a tuned [`QueueInterval`].
 struct IntervalTuner {
-    /// When the stretch of polls being timed began: at the last look at the injector, unless
+    /// When the stretch of turns being timed began: at the last look at the injector, unless
     /// the worker parked since.
     since: Option<Instant>,
-    /// The moving average of a poll's length, in nanoseconds.
-    mean_poll_nanos: f64,
+    /// The turns of that stretch: the interval it set.
+    interval: u32,
+    /// The moving average of a turn's length, in nanoseconds.
+    mean_turn_nanos: f64,
 }
 
 impl IntervalTuner {
     fn new() -> IntervalTuner {
         IntervalTuner {
             since: None,
-            // As if the polls took what the default interval is tuned for.
-            mean_poll_nanos: TARGET_INTERVAL.as_nanos() as f64
+            interval: DEFAULT_GLOBAL_QUEUE_INTERVAL,
+            // As if the turns took what the default interval is tuned for.
+            mean_turn_nanos: TARGET_INTERVAL.as_nanos() as f64
                 / f64::from(DEFAULT_GLOBAL_QUEUE_INTERVAL),
         }
     }
 
-    /// Ends the stretch of `polls` polls being timed, if one was, starts the next, and
-    /// returns the interval for it.
-    fn next_interval(&mut self, polls: u32) -> u32 {
+    /// Ends the stretch of turns being timed, if one was, starts the next, and returns the
+    /// interval for it. A turn is one look for a task and its poll, with those of the tasks
+    /// that then ran from the LIFO slot, which take no turn of the interval; so the interval
+    /// spans about [`TARGET_INTERVAL`] of polls however many of them the slot runs.
+    fn next_interval(&mut self) -> u32 {
         let now = Instant::now();
         if let Some(since) = self.since.replace(now) {
-            if polls > 0 {
-                let mean =
-                    now.saturating_duration_since(since).as_nanos() as f64 / f64::from(polls);
-                let exponent = i32::try_from(polls).unwrap_or(i32::MAX);
-                let weight = 1.0 - (1.0 - POLL_WEIGHT).powi(exponent);
-                self.mean_poll_nanos += weight * (mean - self.mean_poll_nanos);
-            }
+            let turns = self.interval;
+            let mean = now.saturating_duration_since(since).as_nanos() as f64 / f64::from(turns);
+            let exponent = i32::try_from(turns).unwrap_or(i32::MAX);
+            let weight = 1.0 - (1.0 - TURN_WEIGHT).powi(exponent);
+            self.mean_turn_nanos += weight * (mean - self.mean_turn_nanos);
         }
         // A float-to-integer cast saturates: an average of zero gives the largest interval.
-        let turns = (TARGET_INTERVAL.as_nanos() as f64 / self.mean_poll_nanos) as u32;
-        turns.clamp(MIN_TUNED_INTERVAL, MAX_TUNED_INTERVAL)
+        let turns = (TARGET_INTERVAL.as_nanos() as f64 / self.mean_turn_nanos) as u32;
+        self.interval = turns.clamp(MIN_TUNED_INTERVAL, MAX_TUNED_INTERVAL);
+        self.interval
     }
 
-    /// The worker parks: the time until it runs again is no poll's.
+    /// The worker parks: the time until it runs again is no turn's.
     fn stop(&mut self) {
         self.since = None;
     }
@@ -290,9 +294,6 @@ pub(crate) struct Worker {
     pace: ClockPace,
     /// Tasks run in a row from the LIFO slot.
     lifo_polls: u32,
-    /// Polls since the tuner's stretch began (counted for every interval; cheaper than a
-    /// branch on whether it is tuned).
-    polls: u32,
     tuner: IntervalTuner,
 }
 
@@ -696,7 +697,6 @@ impl Worker {
             rng: 0x9E37_79B9 ^ (index as u32 + 1).wrapping_mul(0x85EB_CA6B),
             pace: ClockPace::default(),
             lifo_polls: 0,
-            polls: 0,
             tuner: IntervalTuner::new(),
         }
     }
@@ -838,7 +838,6 @@ impl Worker {
     /// A task that woke itself to yield is held back (`defer_yielded`).
     fn run_task(&mut self, task: Task) -> Role {
         self.end_search();
-        self.polls = self.polls.wrapping_add(1);
         ROLE.with(|role| role.set(Role::Polling));
         coop::take_yield();
         task.run();
@@ -900,7 +899,7 @@ impl Worker {
         if self.injector_countdown == 0 {
             self.injector_countdown = match shared.global_queue_interval {
                 QueueInterval::Fixed(interval) => interval,
-                QueueInterval::Tuned => self.tuner.next_interval(std::mem::take(&mut self.polls)),
+                QueueInterval::Tuned => self.tuner.next_interval(),
             };
             if let Some(task) = steal_retrying(|| shared.injector.steal()) {
                 return Some(task);
@@ -968,7 +967,6 @@ impl Worker {
         // The time the turns took before the park says nothing of those after it.
         self.pace.restart();
         self.tuner.stop();
-        self.polls = 0;
         let shared = &self.handle.shared;
         shared.hooks.park();
         let was_searching = std::mem::take(&mut self.searching);
