@@ -208,8 +208,8 @@ fn a_task_in_the_slot_while_the_other_worker_goes_to_sleep_is_counted_as_work() 
 
 /// Two workers: `block_on`'s thread spawns three tasks, which go to the injector; the first
 /// blocks its worker's thread until the second has run, the third does nothing. A worker that
-/// is awake but not searching can take the first two in one batch (a worker's share of the
-/// injector, three over two plus one), run the first and keep the second in its own queue, while the other worker
+/// is awake but not searching can take the first two in one batch (half of the injector,
+/// rounded up), run the first and keep the second in its own queue, while the other worker
 /// takes the third, runs it and, finding nothing more (the batch is in neither queue on its
 /// way), goes to sleep; the spawns woke no one, as neither worker slept then. The worker that
 /// took the batch must then wake the other to steal the second task, or nothing runs it

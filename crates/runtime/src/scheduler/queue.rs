@@ -8,9 +8,9 @@
 //! over a simpler queue rather than the deque's internals.
 //!
 //! The stand-in keeps what those protocols depend on: a batch steal takes as many tasks as
-//! crossbeam-deque 0.8's does (half of the queue, rounded up, at most the caller's limit from
-//! the injector and 32 from a worker's queue; crossbeam's injector may stop earlier, at the
-//! end of one of its blocks), and moves them in two steps, out of the source under its lock and into the
+//! crossbeam-deque 0.8's does (half of the queue, rounded up, at most 33, or the caller's
+//! limit, from the injector and 32 from a worker's queue; crossbeam's injector may stop
+//! earlier, at the end of one of its blocks), and moves them in two steps, out of the source under its lock and into the
 //! thief's queue under that one's, so that, as in crossbeam, a batch on its way is in neither
 //! queue for a while, where a worker going to sleep may look for it. And a look at whether a
 //! queue is empty, or of the injector's length, does not take its lock: it reads the
@@ -89,6 +89,9 @@ mod imp {
                 Some(t) => Steal::Success(t),
                 None => Steal::Empty,
             }
+        }
+        pub(crate) fn steal_batch_and_pop(&self, dest: &Local<T>) -> Steal<T> {
+            self.steal_batch_with_limit_and_pop(dest, 33)
         }
         pub(crate) fn steal_batch_with_limit_and_pop(
             &self,

@@ -1132,9 +1132,15 @@ const MAX_INJECTED_BATCH: usize = 33;
 /// burst spawned from outside spreads evenly over the workers that wake for it, where halves
 /// gave the first worker as many as all the others together; and as a worker that its own
 /// tasks keep busy takes one task at a time from the injector and steals nothing, a lopsided
-/// split of long-running tasks would last.
+/// split of long-running tasks would last. With one or two workers, half is a worker's share
+/// already (to one task), and the injector's length, which costs three loads of its shared
+/// indices at every look that finds the local queue empty, is not read.
 fn take_injected(shared: &Shared, queue: &Local<Task>) -> Option<Task> {
-    let share = shared.injector.len() / shared.remotes.len() + 1;
+    let workers = shared.remotes.len();
+    if workers <= 2 {
+        return steal_retrying(|| shared.injector.steal_batch_and_pop(queue));
+    }
+    let share = shared.injector.len() / workers + 1;
     steal_retrying(|| {
         shared
             .injector
