@@ -105,6 +105,8 @@ models=(
     "91-a-late-batch-frees-only-its-first-keys owned_tasks a_batch_due_while_another_is_freed_leaves_with_the_next_completion"
     "92-lifo-slot-take-releases-nothing runtime a_task_held_back_while_the_other_worker_goes_to_sleep_is_counted_as_work"
     "93-set-looks-at-its-queue-before-the-future-spawns local_set a_task_spawned_in_the_sets_turn_runs_while_a_wake_from_another_thread_races"
+    "94-join-waker-unset-after-completion-acquires-nothing join_handle completion_racing_the_drop_of_a_join_handle_polled_twice_with_one_waker"
+    "95-reset-reads-fired-relaxed timer_repoll a_timer_disarmed_by_a_tick_is_freed_after_the_fires_last_access"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

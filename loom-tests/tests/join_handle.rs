@@ -350,3 +350,40 @@ fn shutdown_racing_completion() {
         assert!(counts.output.load(Ordering::SeqCst) <= 1);
     });
 }
+
+/// As `completion_racing_the_drop_of_a_polled_join_handle`, with a second poll of the handle,
+/// with the same waker, before its drop: that poll reads the waker in the slot (`will_wake`)
+/// while `JOIN_WAKER` gives the slot to the task side. The task side, which finds the handle
+/// gone once it has woken the waker, then empties the slot: its `fetch_and` must acquire the
+/// handle's release of its interest, or the two accesses to the slot race (mutant 94).
+#[test]
+fn completion_racing_the_drop_of_a_join_handle_polled_twice_with_one_waker() {
+    loom::model(|| {
+        let tasks = Tasks::new();
+        let Polled {
+            mut handle,
+            counts,
+            runner,
+            waker,
+            wakes,
+            first,
+        } = spawn_run_and_poll(&tasks);
+        let second = if first.is_pending() {
+            poll_handle(&mut handle, &waker)
+        } else {
+            Poll::Pending
+        };
+        drop(handle);
+        runner.join().unwrap();
+        drop(waker);
+        for result in [first, second] {
+            if let Poll::Ready(output) = result {
+                drop(output.expect("neither aborted nor panicked"));
+            }
+        }
+        assert_eq!(wakes.held(), 0, "the join waker was kept");
+        assert_eq!(counts.future.load(Ordering::SeqCst), 1);
+        assert_eq!(counts.output.load(Ordering::SeqCst), 1);
+        tasks.shutdown();
+    });
+}

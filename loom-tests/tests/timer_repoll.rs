@@ -144,3 +144,23 @@ fn a_timer_polled_ready_is_elapsed_while_the_fire_finishes() {
         assert!(r.timer.is_elapsed(), "a fired timer is not elapsed");
     });
 }
+
+/// An interval's tick that disarms the timer after its fire (it read `FIRED`), and then the
+/// owner frees the timer while worker 0 may still be finishing that fire's batch. A disarmed
+/// entry is freed without the lock (its drop returns early, as an unregistered one), so the
+/// load that read `FIRED` must acquire the driver's last access (mutant 95).
+#[test]
+fn a_timer_disarmed_by_a_tick_is_freed_after_the_fires_last_access() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(true);
+        let mut r = repoll_racing_the_fire(&driver);
+        if r.seen == TimerPoll::Ready {
+            r.timer.reset_unarmed(9);
+        }
+        drop(r.timer);
+        let fired = r.worker0.join().unwrap();
+        if r.seen == TimerPoll::Ready {
+            assert_eq!(fired, 1, "the timer fires exactly once");
+        }
+    });
+}

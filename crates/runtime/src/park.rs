@@ -83,7 +83,7 @@ impl ParkState {
     /// unparker.
     ///
     /// Release: whatever the thread did before, such as worker 0 clearing its parked flag, is
-    /// visible to a thread that reads `EMPTY` here with Acquire (`Driver::worker0_parked`).
+    /// visible to a thread whose swap in `notify` then reads `EMPTY` (with Acquire).
     ///
     /// Returns whether it was unparked: an unpark that came after a timeout ended the wait,
     /// and before this, leaves its token here, and the caller must not sleep again as if

@@ -38,6 +38,10 @@ pin_project! {
         fn drop(this: Pin<&mut Self>) {
             let this = this.project();
             if !*this.registered {
+                // Never linked, or disarmed after its fire by an interval's tick that read
+                // `FIRED` with Acquire: freed without the lock, so it too is checked against
+                // the driver's last access under loom.
+                this.node.into_ref().value().dying();
                 return;
             }
             let node = this.node.into_ref();
