@@ -107,6 +107,7 @@ models=(
     "93-set-looks-at-its-queue-before-the-future-spawns local_set a_task_spawned_in_the_sets_turn_runs_while_a_wake_from_another_thread_races"
     "94-join-waker-unset-after-completion-acquires-nothing join_handle completion_racing_the_drop_of_a_join_handle_polled_twice_with_one_waker"
     "95-reset-reads-fired-relaxed timer_repoll a_timer_disarmed_by_a_tick_is_freed_after_the_fires_last_access"
+    "96-injector-push-reads-the-shutdown-unfenced runtime a_spawn_from_outside_racing_the_shutdown_leaves_nothing_in_the_injector"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

@@ -229,3 +229,26 @@ fn a_batch_taken_from_the_injector_by_a_worker_not_searching_wakes_the_other() {
         drop(runtime);
     });
 }
+
+/// One worker: a plain thread spawns a task while `block_on`'s thread drops the runtime. A
+/// spawn that got into the task list before the shutdown closed it pushes its task onto the
+/// injector, perhaps after the shutdown's last drain of it; so the push then reads the
+/// shutdown flag, after a `SeqCst` fence that pairs with the flag's store, and drains the
+/// injector itself when it is set. Without the fence the push may read the flag unset while
+/// the drain read the injector empty, and the task is never freed (loom reports the leak;
+/// mutant 96). Two preemptions: the runtime's shutdown and the spawn are long.
+#[test]
+fn a_spawn_from_outside_racing_the_shutdown_leaves_nothing_in_the_injector() {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(2);
+    builder.check(|| {
+        let runtime = escapement::Builder::new()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        let handle = runtime.handle().clone();
+        let spawner = loom::thread::spawn(move || drop(handle.spawn(async {})));
+        drop(runtime);
+        spawner.join().unwrap();
+    });
+}

@@ -294,7 +294,8 @@ impl Handle {
         if let Err(task) = worker::push_local(shared, task, may_run_next) {
             shared.injector.push(task);
             // A push that raced with shutdown's final drain must not leave the task in the
-            // injector: pairs with the SeqCst store in `begin_shutdown`.
+            // injector: either this reads the flag set, or the drain's steal, after the
+            // SeqCst store in `begin_shutdown` and crossbeam's SeqCst fence, sees the task.
             fence(Ordering::SeqCst);
             if shared.is_shutdown() {
                 shared.drain_injector();

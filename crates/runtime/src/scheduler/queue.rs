@@ -7,19 +7,23 @@
 //! well-kept crate with its own tests, so the loom models check the scheduler's protocols
 //! over a simpler queue rather than the deque's internals.
 //!
-//! The stand-in keeps what those protocols depend on: a batch steal takes as many tasks as
-//! crossbeam-deque 0.8's does (half of the queue, rounded up, at most 33, or the caller's
-//! limit, from the injector and 32 from a worker's queue; crossbeam's injector may stop
-//! earlier, at the end of one of its blocks), and moves them in two steps, out of the source under its lock and into the
-//! thief's queue under that one's, so that, as in crossbeam, a batch on its way is in neither
-//! queue for a while, where a worker going to sleep may look for it. And a look at whether a
-//! queue is empty, or of the injector's length, does not take its lock: it reads the
-//! queue's length, which each change
-//! stores (`Release`) before it releases the lock, with `Acquire`, as crossbeam's
-//! `Stealer::is_empty` and `Injector::is_empty` read their queue's indices. So, as there, a
-//! look that nothing orders after a push may miss the task; under the lock, every look would
-//! have seen every push made before it in loom's schedule, which hid a missing ordering from
-//! the models (mutant 92 in `loom-tests/mutants`).
+//! The stand-in keeps what those protocols depend on:
+//! - A batch steal takes as many tasks as crossbeam-deque 0.8's does (half of the queue,
+//!   rounded up, at most 33, or the caller's limit, from the injector and 32 from a worker's
+//!   queue; crossbeam's injector may stop earlier, at the end of one of its blocks), and
+//!   moves them in two steps, out of the source under its lock and into the thief's queue
+//!   under that one's, so that, as in crossbeam, a batch on its way is in neither queue for a
+//!   while, where a worker going to sleep may look for it.
+//! - A look at whether a queue is empty, or of the injector's length, does not take its lock:
+//!   it reads the queue's length, which each change stores (`Release`) before it releases the
+//!   lock, with `Acquire`, as crossbeam's `Stealer::is_empty` and `Injector::is_empty` read
+//!   their queue's indices. So, as there, a look that nothing orders after a push may miss
+//!   the task; under the lock, every look would have seen every push made before it in
+//!   loom's schedule, which hid a missing ordering from the models (mutant 92 in
+//!   `loom-tests/mutants`).
+//! - A steal from the injector, one task or a batch, first looks at the length the same way,
+//!   after a `SeqCst` fence, as crossbeam's reads the tail index, and takes nothing when it
+//!   reads zero (`Shared::looks_empty`; mutant 96).
 
 #[cfg(not(loom))]
 pub(crate) use crossbeam_deque::{Injector, Steal, Stealer, Worker as Local};
@@ -32,7 +36,7 @@ mod imp {
     use std::collections::VecDeque;
     use std::ops::{Deref, DerefMut};
 
-    use crate::loom::{Arc, AtomicUsize, Mutex, MutexGuard, Ordering};
+    use crate::loom::{fence, Arc, AtomicUsize, Mutex, MutexGuard, Ordering};
 
     pub(crate) enum Steal<T> {
         Empty,
@@ -85,6 +89,9 @@ mod imp {
             self.0.lock().push_back(task);
         }
         pub(crate) fn steal(&self) -> Steal<T> {
+            if self.0.looks_empty() {
+                return Steal::Empty;
+            }
             match self.0.lock().pop_front() {
                 Some(t) => Steal::Success(t),
                 None => Steal::Empty,
@@ -98,6 +105,9 @@ mod imp {
             dest: &Local<T>,
             limit: usize,
         ) -> Steal<T> {
+            if self.0.looks_empty() {
+                return Steal::Empty;
+            }
             take_batch(self.0.lock(), dest, |len| len.div_ceil(2).min(limit))
         }
         pub(crate) fn is_empty(&self) -> bool {
@@ -136,6 +146,19 @@ mod imp {
         fn is_empty(&self) -> bool {
             // Acquire pairs with the Release store of the change it reads.
             self.len.load(Ordering::Acquire) == 0
+        }
+
+        /// How an injector's steal starts, as crossbeam's does: a `SeqCst` fence, then a look
+        /// at the length without the lock; it takes nothing when this is `true`. Were it to
+        /// look under the lock, every steal would see every push that loom's schedule put
+        /// before it, which hid from the models a missing fence after a push (mutant 96 in
+        /// `loom-tests/mutants`). Crossbeam skips the fence when it knows the queue spans two
+        /// of its blocks, and so is not empty; the stand-in always fences.
+        fn looks_empty(&self) -> bool {
+            fence(Ordering::SeqCst);
+            // Relaxed, as crossbeam reads the tail index: the lock, taken when it is not
+            // zero, orders the tasks.
+            self.len.load(Ordering::Relaxed) == 0
         }
     }
 
