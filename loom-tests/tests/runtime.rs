@@ -5,7 +5,8 @@
 //! back and must not park on, a `JoinSet` awaited in `block_on`, and, with two workers, a
 //! task queued locally by a worker whose thread then blocks, which the other worker must be
 //! woken to steal, and a task held back after a yield by a worker that then blocks, which the
-//! other must take, also when it has already searched and is going to sleep.
+//! other must take, also when it has already searched and is going to sleep. And a spawn
+//! from outside racing the runtime's drop, which must leave nothing in the injector.
 #![cfg(loom)]
 
 #[test]
@@ -230,18 +231,17 @@ fn a_batch_taken_from_the_injector_by_a_worker_not_searching_wakes_the_other() {
     });
 }
 
-/// One worker: a plain thread spawns a task while `block_on`'s thread drops the runtime. A
+/// One worker: a plain thread spawns a task while the model's thread drops the runtime. A
 /// spawn that got into the task list before the shutdown closed it pushes its task onto the
 /// injector, perhaps after the shutdown's last drain of it; so the push then reads the
-/// shutdown flag, after a `SeqCst` fence that pairs with the flag's store, and drains the
-/// injector itself when it is set. Without the fence the push may read the flag unset while
-/// the drain read the injector empty, and the task is never freed (loom reports the leak;
-/// mutant 96). Two preemptions: the runtime's shutdown and the spawn are long.
+/// shutdown flag, after a `SeqCst` fence, and drains the injector itself when it is set. The
+/// fence pairs with the one a steal issues before it looks at the injector, which the drain
+/// does after the flag's `SeqCst` store: without it the push may read the flag unset while
+/// the drain reads the injector empty, and the task is never freed (loom reports the leak;
+/// mutant 96).
 #[test]
 fn a_spawn_from_outside_racing_the_shutdown_leaves_nothing_in_the_injector() {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(2);
-    builder.check(|| {
+    loom::model(|| {
         let runtime = escapement::Builder::new()
             .worker_threads(1)
             .build()
