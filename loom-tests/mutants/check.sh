@@ -108,6 +108,7 @@ models=(
     "94-join-waker-unset-after-completion-acquires-nothing join_handle completion_racing_the_drop_of_a_join_handle_polled_twice_with_one_waker"
     "95-reset-reads-fired-relaxed timer_repoll a_timer_disarmed_by_a_tick_is_freed_after_the_fires_last_access"
     "96-injector-push-reads-the-shutdown-unfenced runtime a_spawn_from_outside_racing_the_shutdown_leaves_nothing_in_the_injector"
+    "97-work-left-to-searchers-unfenced scheduler_idle a_searcher_that_goes_to_sleep_sees_the_work_left_to_it"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

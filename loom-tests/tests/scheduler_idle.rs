@@ -13,7 +13,7 @@
 #![cfg(loom)]
 
 use escapement::loom_api::{Driver, Idle, Parker, Unparker, WorkSeen};
-use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 
@@ -318,6 +318,105 @@ fn a_worker_whose_look_finds_work_comes_back_searching() {
             end_search(&idle, 1, &unparker1);
         }
         pusher.join().unwrap();
+        worker1.join().unwrap();
+    });
+}
+
+/// Takes one task from `held` (a count of tasks, read without a lock), if there is one.
+fn take_held(held: &AtomicUsize) -> bool {
+    let mut seen = held.load(Ordering::Acquire);
+    while seen > 0 {
+        match held.compare_exchange(seen, seen - 1, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return true,
+            Err(now) => seen = now,
+        }
+    }
+    false
+}
+
+/// Where a look sees the tasks `held`: only in another worker's queues, or nowhere.
+fn seen_held(held: &AtomicUsize) -> WorkSeen {
+    if held.load(Ordering::Acquire) > 0 {
+        WorkSeen::Others
+    } else {
+        WorkSeen::Nothing
+    }
+}
+
+/// A third worker, busy in a long poll, holds two tasks back after a yield: a hold wakes no
+/// one and issues no fence (`defer_yielded`), so nothing orders its store before anyone's
+/// look. Worker 1, refused a search while worker 0 searches (half of the two workers that the
+/// count is taken against), goes to sleep and its look sees the tasks, in the other's queues
+/// only: it leaves them to the searcher and parks (`idle.rs`, "Leaving work to the
+/// searchers"). Worker 0's search first finds nothing, so it goes to sleep too, and the look
+/// after its announcement must see what worker 1's saw: worker 1's `SeqCst` fence, between its
+/// look and its read of the searching count, orders its look before worker 0's fence. Without
+/// it (mutant 97) worker 0's look may read the count of held tasks from before the hold, both
+/// workers park, and loom reports the deadlock. With it, worker 0 stays awake, takes a task and
+/// keeps its thread, and the end of its search wakes worker 1 for the other.
+///
+/// The model follows the runs in which worker 1's look sees the tasks, as that is the case
+/// the fence is for: that look waits for them. A runtime reaches this with three workers
+/// besides the one that holds the tasks, two of them searching; the model counts against two
+/// workers, so that one searcher is half of them, and keeps to three threads.
+#[test]
+fn a_searcher_that_goes_to_sleep_sees_the_work_left_to_it() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(false);
+        let idle = Arc::new(Idle::new(2));
+        // The third worker's held tasks, which the two take only by searching.
+        let held = Arc::new(AtomicUsize::new(0));
+        let (parker0, unparker0) = Parker::new(&driver);
+        let (parker1, unparker1) = Parker::new(&driver);
+        assert!(idle.try_transition_to_searching(2));
+
+        let holder = {
+            let held = held.clone();
+            thread::spawn(move || held.store(2, Ordering::Release))
+        };
+        let worker1 = {
+            let (idle, held) = (idle.clone(), held.clone());
+            thread::spawn(move || {
+                // The worker's loop, cut down to stealing one task: its own queues and the
+                // injector are empty.
+                let mut searching = false;
+                loop {
+                    searching = searching || idle.try_transition_to_searching(2);
+                    if searching && take_held(&held) {
+                        break;
+                    }
+                    let park = idle.announce_sleep(1, std::mem::take(&mut searching), 2, || {
+                        // The runs that matter here: the look sees the held tasks.
+                        while held.load(Ordering::Acquire) == 0 {
+                            thread::yield_now();
+                        }
+                        WorkSeen::Others
+                    });
+                    if park {
+                        parker1.park();
+                    }
+                    searching = idle.end_sleep(1, park, 2);
+                }
+                end_search(&idle, 0, &unparker0);
+            })
+        };
+
+        // Worker 0: searches until it takes a task, then runs it without looking again.
+        let mut searching = true;
+        loop {
+            if searching && take_held(&held) {
+                break;
+            }
+            let park =
+                idle.announce_sleep(0, std::mem::take(&mut searching), 2, || seen_held(&held));
+            if park {
+                parker0.park();
+            }
+            searching = idle.end_sleep(0, park, 2);
+            searching = searching || idle.try_transition_to_searching(2);
+        }
+        end_search(&idle, 1, &unparker1);
+        holder.join().unwrap();
         worker1.join().unwrap();
     });
 }
