@@ -359,9 +359,14 @@ fn seen_held(held: &AtomicUsize) -> WorkSeen {
 /// the fence is for: that look waits for them. A runtime reaches this with three workers
 /// besides the one that holds the tasks, two of them searching; the model counts against two
 /// workers, so that one searcher is half of them, and keeps to three threads.
+///
+/// Bounded at three preemptions whatever `LOOM_MAX_PREEMPTIONS` says: the waiting look makes
+/// the unbounded model run for hours.
 #[test]
 fn a_searcher_that_goes_to_sleep_sees_the_work_left_to_it() {
-    loom::model(|| {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(3);
+    builder.check(|| {
         let (driver, _worker0) = Driver::new(false);
         let idle = Arc::new(Idle::new(2));
         // The third worker's held tasks, which the two take only by searching.
