@@ -5,7 +5,8 @@
 //! registered from tasks on 4 workers), then yields once, so that on a current-thread
 //! runtime the tasks it woke have run (tokio's, which fires at its next park, runs the body
 //! first), and a task that yielded before runs between the advances of a task advancing in
-//! a loop, as `yield_now` would let it; a `timeout` shorter than the advance it wraps elapses;
+//! a loop, as `yield_now` would let it; a `timeout` shorter than the advance it wraps elapses,
+//! and a task woken with the body, which then advances, finds done the sleep the advance fired;
 //! `pause` mid-run freezes on a tick boundary and `resume` lets the clock run on from where it
 //! stood, with a timer worker 0 was already sleeping toward firing at its new instant; a
 //! timer already due when first polled after a `pause` that followed a stretch on the real
@@ -159,6 +160,43 @@ fn a_timeout_shorter_than_the_advance_it_wraps_elapses() {
         assert!(wrapped.is_err());
         assert_eq!(start.elapsed(), Duration::from_millis(8));
     });
+}
+
+/// A task's timeout and the body's sleep fall due together; the body runs first and
+/// advances past the task's inner sleep, whose timer the advance fires, so the task, polled
+/// after the advance, finds its inner sleep done (tokio's gives `Err(Elapsed)`: its driver
+/// fires the inner sleep's timer later; `docs/guarantees.md`). A yield before the advance
+/// lets the task run at the shared instant, where its timeout has elapsed, as on tokio.
+#[test]
+fn a_task_woken_with_the_body_sees_the_timers_the_bodys_advance_fired() {
+    for yield_first in [false, true] {
+        let rt = escapement::Builder::new_current_thread()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        let (outcome, at) = rt.block_on(async move {
+            let start = Instant::now();
+            let task = escapement::spawn(async move {
+                let outcome = time::timeout_at(
+                    start + Duration::from_millis(19),
+                    sleep_until(start + Duration::from_millis(20)),
+                )
+                .await;
+                (outcome.is_ok(), start.elapsed())
+            });
+            sleep_until(start + Duration::from_millis(19)).await;
+            if yield_first {
+                escapement::task::yield_now().await;
+            }
+            time::advance(Duration::from_millis(6)).await;
+            task.await.unwrap()
+        });
+        if yield_first {
+            assert_eq!((outcome, at), (false, Duration::from_millis(19)));
+        } else {
+            assert_eq!((outcome, at), (true, Duration::from_millis(25)));
+        }
+    }
 }
 
 /// A task that advances the clock in a loop yields at each advance as `yield_now` does, so a
