@@ -241,7 +241,7 @@ macro_rules! runner {
                     .collect();
                 let mut block = Vec::new();
                 for advance in advances {
-                    // The tasks woken at the instant the block woke at run first.
+                    // Lets the tasks woken with the block run before the advance.
                     rt::task::yield_now().await;
                     rt::time::advance(ms(advance.by)).await;
                     block.push(Seen::Woke(now()));
