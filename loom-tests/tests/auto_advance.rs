@@ -4,9 +4,10 @@
 //! while a thread is about to run, or the clock would jump under it: neither one entering
 //! `block_on`, nor one woken from outside the runtime, which an unpark counts before its token
 //! can be seen. And `time::advance` racing worker 0, which has just taken the due timer out of
-//! the wheel: the advance completes only once that timer's waker was woken. And with
-//! auto-advance held back (a blocking closure runs), a timer registered already due on a clock
-//! that ran ahead of the wheel still fires: worker 0 catches the wheel up before it blocks.
+//! the wheel, or racing another `advance`: the advance completes only once that timer's waker
+//! was woken. And with auto-advance held back (a blocking closure runs), a timer registered
+//! already due on a clock that ran ahead of the wheel still fires: worker 0 catches the wheel
+//! up before it blocks.
 #![cfg(loom)]
 
 use std::task::{RawWaker, RawWakerVTable, Waker};
@@ -149,6 +150,27 @@ fn advance_waits_for_the_wakes_of_a_batch_another_thread_took() {
             "advance completed before the due timer's waker was woken"
         );
         worker0.join().unwrap();
+    });
+}
+
+/// Two `advance`s at once (tasks on two workers): the one that finds the timer already taken
+/// out of the wheel waits for the other's wake of it.
+#[test]
+fn advance_waits_for_the_wakes_of_another_advance() {
+    loom::model(|| {
+        let (driver, _worker0) = Driver::new(true);
+        let (_timer, _waker, wakes) = registered_timer(&driver, 5);
+        let other = {
+            let driver = driver.clone();
+            thread::spawn(move || driver.advance_and_fire(5))
+        };
+        driver.advance_and_fire(5);
+        assert_eq!(
+            wakes.count(),
+            1,
+            "advance completed before the due timer's waker was woken"
+        );
+        other.join().unwrap();
     });
 }
 
