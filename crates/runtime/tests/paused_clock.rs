@@ -6,7 +6,8 @@
 //! runtime the tasks it woke have run (tokio's, which fires at its next park, runs the body
 //! first), and a task that yielded before runs between the advances of a task advancing in
 //! a loop, as `yield_now` would let it; a `timeout` shorter than the advance it wraps elapses,
-//! and a task woken with the body, which then advances, finds done the sleep the advance fired;
+//! and a task woken at the same instant as the body finds its sleep fired when the body
+//! advances before the task runs, but runs first if the body yields;
 //! `pause` mid-run freezes on a tick boundary and `resume` lets the clock run on from where it
 //! stood, with a timer worker 0 was already sleeping toward firing at its new instant; a
 //! timer already due when first polled after a `pause` that followed a stretch on the real
@@ -168,7 +169,7 @@ fn a_timeout_shorter_than_the_advance_it_wraps_elapses() {
 /// fires the inner sleep's timer later; `docs/guarantees.md`). A yield before the advance
 /// lets the task run at the shared instant, where its timeout has elapsed, as on tokio.
 #[test]
-fn a_task_woken_with_the_body_sees_the_timers_the_bodys_advance_fired() {
+fn a_task_woken_with_the_body_runs_after_its_advance_unless_the_body_yields() {
     for yield_first in [false, true] {
         let rt = escapement::Builder::new_current_thread()
             .start_paused(true)
