@@ -11,7 +11,8 @@
 //! and leaves the set's driver its waker; a yielding local task lets the set's caller run;
 //! a spawn in the set's turn polls its caller no more than its wakes do, and still runs when
 //! the future of `run_until` that spawned it completes at once;
-//! `spawn_local` outside a set panics; a paused current-thread runtime jumps its clock from
+//! a local task aborted while held back after a yield is cancelled before its aborter runs
+//! again; `spawn_local` outside a set panics; a paused current-thread runtime jumps its clock from
 //! one local sleep to the next; an output that is not `Send` comes back through the
 //! join handle, or is dropped on the set's thread when nobody reads it; `block_in_place` in
 //! a set driven by `block_on` calls its closure on the set's thread.
@@ -613,6 +614,43 @@ fn a_yielding_local_task_lets_the_sets_caller_run() {
             spins.get() <= 4,
             "current-thread: {current_thread}, {} spins",
             spins.get()
+        );
+    }
+}
+
+/// A local task aborted while it is held back after a yield goes before the others held
+/// with it when the set queues them again: a local task that aborts another that yields in
+/// a loop, and then yields, finds it finished, as on tokio, on both flavors.
+#[test]
+fn a_local_task_aborted_while_held_back_after_a_yield_is_cancelled_first() {
+    for current_thread in [true, false] {
+        let rt = one_worker(current_thread);
+        let local = LocalSet::new();
+        let finished = local.block_on(
+            &rt,
+            local.spawn_local(async {
+                let spinners: Vec<_> = (0..3)
+                    .map(|_| {
+                        task::spawn_local(async {
+                            loop {
+                                task::yield_now().await;
+                            }
+                        })
+                    })
+                    .collect();
+                task::yield_now().await;
+                spinners[1].abort();
+                task::yield_now().await;
+                let finished = spinners[1].is_finished();
+                for spinner in &spinners {
+                    spinner.abort();
+                }
+                finished
+            }),
+        );
+        assert!(
+            finished.expect("the aborting task finishes"),
+            "current-thread: {current_thread}"
         );
     }
 }

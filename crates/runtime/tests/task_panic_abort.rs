@@ -1,6 +1,7 @@
 //! Task panics and `JoinHandle::abort`: a panicking task does not kill its worker (more
 //! tasks run afterwards, on 1 and several workers); aborting a task that is idle (waiting on
-//! a channel), running (inside its poll), not yet polled, or finished (keeps its output);
+//! a channel), running (inside its poll), not yet polled, finished (keeps its output), or
+//! held back after a yield (cancelled before the aborting task's own yield returns);
 //! aborting from another thread and twice; the aborted future is dropped; a panic in the
 //! drop of an aborted future, or of one that finished, becomes a panic `JoinError` (the
 //! finished one's output is dropped); an output dropped with a panic whose payload panics
@@ -139,6 +140,85 @@ fn aborting_an_idle_task_cancels_it_and_drops_its_future() {
         assert_eq!(drops.load(Ordering::SeqCst), 1, "the future was dropped");
         let error = rt.block_on(task).expect_err("aborted");
         assert!(error.is_cancelled());
+    }
+}
+
+/// A task that yields is held back by its worker, already queued, so the wake of an abort
+/// cannot move it forward; instead, when the worker queues its held tasks again, those aborted
+/// go first. So a task that aborts one held beside it and then yields finds it finished, as
+/// on tokio (whose deferred tasks are not queued, so that the abort queues them), on both
+/// flavors, whether it aborts the last or the first of those held (up to 32 others held with
+/// it), one or two of them; the others keep their order, last held first.
+#[test]
+fn a_task_aborted_while_held_back_after_a_yield_is_cancelled_before_the_aborter_runs_again() {
+    for current_thread in [true, false] {
+        let rt = support::one_worker(current_thread);
+        for (spinners, aborted) in [(1, &[0][..]), (3, &[1]), (10, &[0, 7]), (31, &[0])] {
+            let order = Arc::new(Mutex::new(Vec::new()));
+            let finished = rt
+                .block_on(rt.spawn(async move {
+                    let handles: Vec<_> = (0..spinners)
+                        .map(|i| {
+                            let order = order.clone();
+                            escapement::spawn(async move {
+                                loop {
+                                    order.lock().unwrap().push(i);
+                                    escapement::task::yield_now().await;
+                                }
+                            })
+                        })
+                        .collect();
+                    // Each spinner runs once and is held back behind this task.
+                    escapement::task::yield_now().await;
+                    for &i in aborted {
+                        handles[i].abort();
+                    }
+                    // The spinners' last turns, in the order they were held back.
+                    let held: Vec<usize> = {
+                        let mut order = order.lock().unwrap();
+                        let held = order[order.len() - spinners..].to_vec();
+                        order.clear();
+                        held
+                    };
+                    escapement::task::yield_now().await;
+                    let finished: Vec<bool> =
+                        aborted.iter().map(|&i| handles[i].is_finished()).collect();
+                    // This task was queued before the others it was held with: they have their
+                    // turns while it yields once more.
+                    escapement::task::yield_now().await;
+                    let turns = std::mem::take(&mut *order.lock().unwrap());
+                    for handle in &handles {
+                        handle.abort();
+                    }
+                    (finished, held, turns)
+                }))
+                .expect("the aborting task finishes");
+            let (finished, held, turns) = finished;
+            assert!(
+                finished.iter().all(|&done| done),
+                "current_thread {current_thread}, {spinners} spinners, aborted {aborted:?}: \
+                 finished {finished:?}"
+            );
+            assert!(
+                !turns.iter().any(|i| aborted.contains(i)),
+                "an aborted task ran again: {turns:?}"
+            );
+            if current_thread {
+                // The others ran once each, last held first. (A multi-threaded worker also
+                // queues what it holds at its periodic look at the injector, behind its queue,
+                // so the spinners may have more turns there.)
+                let expected: Vec<usize> = held
+                    .into_iter()
+                    .rev()
+                    .filter(|i| !aborted.contains(i))
+                    .collect();
+                assert_eq!(
+                    turns[..expected.len()],
+                    expected,
+                    "{spinners} spinners, aborted {aborted:?}"
+                );
+            }
+        }
     }
 }
 

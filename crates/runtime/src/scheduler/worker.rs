@@ -42,7 +42,8 @@
 //! wakes none, while queueing several held tasks again does, see `defer_yielded`). `held`
 //! travels with the core through `block_in_place`, and at shutdown its tasks are dropped with
 //! the queue's and cancelled. A held task is still notified, so a wake from elsewhere meanwhile
-//! does not move it forward.
+//! does not move it forward; but those aborted while held are queued again before the others
+//! (`requeue_held`), so a task that aborts one held beside it and then yields finds it done.
 //!
 //! Worker 0 also fires due timers at the top of every turn, which costs a relaxed load per
 //! shard when no timer is pending, and otherwise a clock reading every turn, or every few while
@@ -352,6 +353,81 @@ pub(crate) fn defer_yielded(shared: &Shared, task: Task) -> Result<(), Task> {
     // too when it queues several). One that searches finds the held task, and one that goes
     // to sleep sees it when it looks again (`work_seen_by`).
     task.map_or(Ok(()), Err)
+}
+
+/// How many of the held tasks that were not aborted [`requeue_held`] keeps aside at once while
+/// it moves the aborted ones ahead of them: a buffer on the stack, so the release allocates
+/// nothing.
+const HELD_KEPT_ASIDE: usize = 32;
+
+/// Moves the tasks of `held` to `queue`, last held first, and the aborted ones before the
+/// others; if `run_first`, returns the first instead of queueing it. Returns it with how many
+/// tasks left `held`.
+///
+/// An abort wakes its task, but a held task is already notified, so the wake cannot move it
+/// forward; without this, a task that aborts a task held beside it and then yields would be
+/// queued again before it (held last, it comes out first) and find it not yet finished, where
+/// tokio, whose deferred tasks are not notified, has already run the abort. A lone held task
+/// has nothing to go before, so the common release, one task that yields in a loop, reads no
+/// task's state. With many held at once, aborted ones found after the first
+/// [`HELD_KEPT_ASIDE`] others go ahead of the later ones only.
+fn requeue_held(held: &Local<Task>, queue: &Local<Task>, run_first: bool) -> (Option<Task>, usize) {
+    struct Out<'a> {
+        queue: &'a Local<Task>,
+        first: Option<Task>,
+        run_first: bool,
+        count: usize,
+    }
+
+    impl Out<'_> {
+        fn put(&mut self, task: Task) {
+            self.count += 1;
+            if self.run_first && self.first.is_none() {
+                self.first = Some(task);
+            } else {
+                self.queue.push(task);
+            }
+        }
+
+        fn put_all(&mut self, tasks: &mut [Option<Task>]) {
+            for task in tasks.iter_mut().filter_map(Option::take) {
+                self.put(task);
+            }
+        }
+    }
+
+    let mut out = Out {
+        queue,
+        first: None,
+        run_first,
+        count: 0,
+    };
+    let Some(last) = held.pop() else {
+        return (None, 0);
+    };
+    let Some(second) = held.pop() else {
+        out.put(last);
+        return (out.first, out.count);
+    };
+    let mut aside: [Option<Task>; HELD_KEPT_ASIDE] = [const { None }; HELD_KEPT_ASIDE];
+    let mut kept = 0;
+    for task in [last, second]
+        .into_iter()
+        .chain(std::iter::from_fn(|| held.pop()))
+    {
+        if task.is_cancelled() {
+            out.put(task);
+            continue;
+        }
+        if kept == HELD_KEPT_ASIDE {
+            out.put_all(&mut aside);
+            kept = 0;
+        }
+        aside[kept] = Some(task);
+        kept += 1;
+    }
+    out.put_all(&mut aside[..kept]);
+    (out.first, out.count)
 }
 
 /// Whether this thread, as a worker of `shared`'s runtime, is in the closure of a
@@ -790,9 +866,9 @@ impl Worker {
     }
 
     /// Queues the tasks held back since they yielded (those no other worker took), at the
-    /// back of the local queue, last first, as tokio wakes what it deferred; if `run_first`,
-    /// returns the first of them (the last to yield) instead of queueing it, for the worker to
-    /// run next.
+    /// back of the local queue, last first, as tokio wakes what it deferred, except that
+    /// those aborted while held go before the others (see [`requeue_held`]); if `run_first`,
+    /// returns the first of them instead of queueing it, for the worker to run next.
     ///
     /// Queued this way, more than one wakes a sleeping worker, as tasks pushed one by one
     /// onto the queue would: on their way between the two queues they are in neither, where
@@ -803,15 +879,7 @@ impl Worker {
                 queue: Some(queue),
                 held: Some(held),
                 ..
-            }) => {
-                let first = if run_first { held.pop() } else { None };
-                let mut released = usize::from(first.is_some());
-                while let Some(task) = held.pop() {
-                    queue.push(task);
-                    released += 1;
-                }
-                (first, released)
-            }
+            }) => requeue_held(held, queue, run_first),
             _ => (None, 0),
         });
         let shared = &self.handle.shared;

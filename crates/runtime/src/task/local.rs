@@ -434,9 +434,13 @@ impl LocalSet {
         if yielded {
             coop::note_yield();
         }
-        // Last held back, first queued again, as tokio wakes its deferred tasks.
+        // Last held back, first queued again, as tokio wakes its deferred tasks; but those
+        // aborted while held first of all, as on the runtime's workers (`requeue_held`): the
+        // abort's wake found them queued, where tokio's queues them (the sort is stable).
+        deferred.reverse();
+        deferred.sort_by_key(|task| !task.is_cancelled());
         let mut queue = self.shared.queue.lock();
-        queue.tasks.extend(deferred.into_iter().rev());
+        queue.tasks.extend(deferred);
         !queue.tasks.is_empty()
     }
 }

@@ -171,6 +171,12 @@ impl<S: 'static> Notified<S> {
         self.0.id()
     }
 
+    /// Whether the task was aborted (or the runtime shut down) since it was made: its next
+    /// run cancels it rather than polling it.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.0.header().state.load().is_cancelled()
+    }
+
     /// Runs the task (polls it, or cancels it if aborted), consuming the notification.
     pub(crate) fn run(self) {
         let header = self.0.header;
