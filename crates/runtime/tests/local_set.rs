@@ -12,7 +12,7 @@
 //! a spawn in the set's turn polls its caller no more than its wakes do, and still runs when
 //! the future of `run_until` that spawned it completes at once;
 //! a local task aborted while held back after a yield is cancelled before its aborter runs
-//! again; `spawn_local` outside a set panics; a paused current-thread runtime jumps its clock from
+//! again, and one woken by a task of the runtime runs before those that yielded; `spawn_local` outside a set panics; a paused current-thread runtime jumps its clock from
 //! one local sleep to the next; an output that is not `Send` comes back through the
 //! join handle, or is dropped on the set's thread when nobody reads it; `block_in_place` in
 //! a set driven by `block_on` calls its closure on the set's thread.
@@ -653,6 +653,54 @@ fn a_local_task_aborted_while_held_back_after_a_yield_is_cancelled_first() {
             "current-thread: {current_thread}"
         );
     }
+}
+
+/// On a current-thread runtime, a local task that yielded runs again only at the set's next
+/// turn, behind a local task that a task of the runtime woke meanwhile, as tokio's deferred
+/// wakes come after it: the task of the runtime (S) wakes W between the set's two turns, and
+/// W runs before the yielder's second poll (Y1). M and M2 are polls of `run_until`'s future.
+#[test]
+fn a_local_task_woken_by_a_runtime_task_runs_before_those_that_yielded() {
+    let rt = one_worker(true);
+    let local = LocalSet::new();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let record = log.clone();
+    local.block_on(&rt, async move {
+        let (tx, rx) = futures::channel::oneshot::channel::<()>();
+        let woken = task::spawn_local({
+            let log = record.clone();
+            async move {
+                rx.await.unwrap();
+                log.lock().unwrap().push("W".to_string());
+            }
+        });
+        let yielder = task::spawn_local({
+            let log = record.clone();
+            async move {
+                for turn in 0..3 {
+                    log.lock().unwrap().push(format!("Y{turn}"));
+                    task::yield_now().await;
+                }
+            }
+        });
+        let waker = escapement::spawn({
+            let log = record.clone();
+            async move {
+                log.lock().unwrap().push("S".to_string());
+                tx.send(()).unwrap();
+            }
+        });
+        record.lock().unwrap().push("M".to_string());
+        waker.await.unwrap();
+        record.lock().unwrap().push("M2".to_string());
+        woken.await.unwrap();
+        yielder.await.unwrap();
+    });
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["M", "Y0", "S", "M2", "W", "Y1", "Y2"],
+        "the order of tokio's current-thread runtime"
+    );
 }
 
 /// After a local task yields, the other tasks still run in that turn, one spawned during it

@@ -152,6 +152,9 @@ struct Shared {
 /// A set's run queue.
 struct Queue {
     tasks: VecDeque<Notified<Scheduler>>,
+    /// The tasks that yielded in the set's last turn, in the order they yielded: the next turn
+    /// queues them behind the tasks woken since (`run_ready`).
+    held: Vec<Notified<Scheduler>>,
     /// Set when the set is dropped: nothing is queued after that.
     closed: bool,
 }
@@ -296,6 +299,7 @@ impl LocalSet {
             shared: Arc::new(Shared {
                 queue: Mutex::new(Queue {
                     tasks: VecDeque::new(),
+                    held: Vec::new(),
                     closed: false,
                 }),
                 owned: OwnedTasks::new(1),
@@ -412,10 +416,7 @@ impl LocalSet {
         self.running.set(true);
         let _running = Running(&self.running);
         let mut yielded = coop::take_yield();
-        // A task that yields woke itself onto the back of the queue; it is held back until
-        // the turn ends, so the other tasks, those woken during the turn included, run first
-        // (tokio defers such wakes the same way).
-        let mut deferred = Vec::new();
+        self.shared.queue.lock().release_held();
         for _ in 0..TASKS_PER_POLL {
             let task = self.shared.queue.lock().tasks.pop_front();
             let Some(task) = task else {
@@ -425,23 +426,41 @@ impl LocalSet {
             task.run();
             if coop::take_yield() {
                 yielded = true;
+                // The task woke itself onto the back of the queue: it is held back until the
+                // next turn, so the other tasks, those woken during this turn included, run
+                // first, and so do the caller's other tasks (tokio defers such wakes).
                 let mut queue = self.shared.queue.lock();
                 if queue.tasks.back().is_some_and(|last| last.id() == id) {
-                    deferred.extend(queue.tasks.pop_back());
+                    let task = queue.tasks.pop_back().expect("the last task is there");
+                    queue.held.push(task);
                 }
             }
         }
         if yielded {
             coop::note_yield();
         }
-        // Last held back, first queued again, as tokio wakes its deferred tasks; but those
-        // aborted while held first of all, as on the runtime's workers (`requeue_held`): the
-        // abort's wake found them queued, where tokio's queues them (the sort is stable).
-        deferred.reverse();
-        deferred.sort_by_key(|task| !task.is_cancelled());
-        let mut queue = self.shared.queue.lock();
-        queue.tasks.extend(deferred);
-        !queue.tasks.is_empty()
+        let queue = self.shared.queue.lock();
+        !queue.tasks.is_empty() || !queue.held.is_empty()
+    }
+}
+
+impl Queue {
+    /// Queues the tasks held back since they yielded in the last turn, behind the tasks woken
+    /// since (by the runtime's tasks, from other threads, or by the caller's future): tokio
+    /// wakes its deferred tasks after those. Last held first, as tokio wakes them; but those
+    /// aborted while held first of all, as on the runtime's workers (`requeue_held`), since
+    /// the abort's wake found them queued, where tokio's queues them (the sort is stable).
+    fn is_empty(&self) -> bool {
+        self.tasks.is_empty() && self.held.is_empty()
+    }
+
+    fn release_held(&mut self) {
+        if self.held.is_empty() {
+            return;
+        }
+        self.held.reverse();
+        self.held.sort_by_key(|task| !task.is_cancelled());
+        self.tasks.extend(self.held.drain(..));
     }
 }
 
@@ -481,7 +500,7 @@ impl Drop for LocalSet {
         let queued = {
             let mut queue = self.shared.queue.lock();
             queue.closed = true;
-            mem::take(&mut queue.tasks)
+            (mem::take(&mut queue.tasks), mem::take(&mut queue.held))
         };
         // Every future is dropped here, on the set's thread.
         self.shared.owned.close_and_shutdown_all();
@@ -573,7 +592,7 @@ struct Turn<'a> {
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
-        if self.looked || self.set.shared.queue.lock().tasks.is_empty() {
+        if self.looked || self.set.shared.queue.lock().is_empty() {
             return;
         }
         if let Some(waker) = self.set.shared.driver.take() {
