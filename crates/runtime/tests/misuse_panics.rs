@@ -3,7 +3,8 @@
 //! `timeout_at`, `interval`, `interval_at`, `pause`, `resume`); pausing twice, resuming an
 //! unpaused clock; a zero interval period; a nested `block_on` (in a current-thread
 //! runtime's too) or one on a worker thread;
-//! zero worker threads; a blank runtime name; a thread name with a NUL byte; a `JoinHandle`
+//! zero worker threads; a zero `global_queue_interval`, `event_interval` or I/O event
+//! capacity (tokio's messages); a blank runtime name; a thread name with a NUL byte; a `JoinHandle`
 //! polled after it completed. An
 //! `advance` checks its runtime and clock when its future is first polled, as tokio's does:
 //! polled outside a runtime, or with the clock running (resumed after the `advance` was
@@ -244,6 +245,18 @@ fn a_zero_event_interval() {
 }
 
 #[test]
+#[should_panic(expected = "max_io_events_per_tick must be non-zero")]
+fn a_zero_io_event_capacity() {
+    let _ = escapement::Builder::new().max_io_events_per_tick(0);
+}
+
+#[test]
+#[should_panic(expected = "max_io_events_per_busy_tick must be non-zero")]
+fn a_zero_busy_io_event_capacity() {
+    let _ = escapement::Builder::new().max_io_events_per_busy_tick(0);
+}
+
+#[test]
 #[should_panic(expected = "a runtime's name must not be empty")]
 fn a_blank_runtime_name() {
     let _ = escapement::Builder::new().name(" \t");
@@ -344,6 +357,10 @@ fn panics_are_reported_at_the_caller() {
     panics_here("NUL byte", || _ = builder.thread_name("app\0"));
     panics_here("greater than 0", || _ = builder.global_queue_interval(0));
     panics_here("greater than 0", || _ = builder.event_interval(0));
+    panics_here("must be non-zero", || _ = builder.max_io_events_per_tick(0));
+    panics_here("must be non-zero", || {
+        _ = builder.max_io_events_per_busy_tick(0)
+    });
     panics_here("at most 1 s", || {
         _ = builder.timer_resolution(Duration::MAX)
     });

@@ -9,7 +9,8 @@
 //! task still getting turns beside tasks that keep the queue full, and taken by an idle
 //! worker while its own blocks in a poll; the names of
 //! worker and blocking threads; builder chains written for tokio (`new_multi_thread`,
-//! `enable_all`, `enable_io`, `enable_time`, `event_interval`, `shutdown_background`;
+//! `enable_all`, `enable_io`, `enable_time`, `event_interval`, `max_io_events_per_tick`,
+//! `max_io_events_per_busy_tick`, `shutdown_background`;
 //! `new_current_thread`, `name` and `Handle::name`); `global_queue_interval`.
 
 mod support;
@@ -559,6 +560,8 @@ fn a_builder_chain_written_for_tokio_builds_a_runtime() {
         .enable_io()
         .enable_time()
         .event_interval(31)
+        .max_io_events_per_tick(1024)
+        .max_io_events_per_busy_tick(128)
         .worker_threads(2)
         .build()
         .expect("a runtime");

@@ -392,6 +392,32 @@ impl Builder {
         self
     }
 
+    /// Does nothing with a valid capacity: tokio's I/O driver takes up to `capacity` events
+    /// from the system each time it polls, and escapement has no I/O driver. Named as
+    /// tokio's, so that a builder chain ports by changing the import.
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is zero, as tokio's does.
+    #[track_caller]
+    pub fn max_io_events_per_tick(&mut self, capacity: usize) -> &mut Builder {
+        assert!(capacity > 0, "max_io_events_per_tick must be non-zero");
+        self
+    }
+
+    /// Does nothing with a valid capacity, as
+    /// [`max_io_events_per_tick`](Builder::max_io_events_per_tick): tokio's bound on the I/O
+    /// events a worker takes while it still has tasks to run.
+    ///
+    /// # Panics
+    ///
+    /// If `capacity` is zero, as tokio's does.
+    #[track_caller]
+    pub fn max_io_events_per_busy_tick(&mut self, capacity: usize) -> &mut Builder {
+        assert!(capacity > 0, "max_io_events_per_busy_tick must be non-zero");
+        self
+    }
+
     /// The runtime's name, which [`Handle::name`] returns; the threads keep the names that
     /// [`thread_name`](Builder::thread_name) gives them.
     ///
