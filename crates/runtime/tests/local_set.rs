@@ -12,10 +12,11 @@
 //! a spawn in the set's turn polls its caller no more than its wakes do, and still runs when
 //! the future of `run_until` that spawned it completes at once;
 //! a local task aborted while held back after a yield is cancelled before its aborter runs
-//! again, and one woken by a task of the runtime runs before those that yielded; `spawn_local` outside a set panics; a paused current-thread runtime jumps its clock from
-//! one local sleep to the next; an output that is not `Send` comes back through the
-//! join handle, or is dropped on the set's thread when nobody reads it; `block_in_place` in
-//! a set driven by `block_on` calls its closure on the set's thread.
+//! again, and one woken by a task of the runtime runs before those that yielded;
+//! `spawn_local` outside a set panics; a paused current-thread runtime jumps its clock from
+//! one local sleep to the next; an output that is not `Send` comes back through the join
+//! handle, or is dropped on the set's thread when nobody reads it; `block_in_place` in a set
+//! driven by `block_on` calls its closure on the set's thread.
 
 mod support;
 

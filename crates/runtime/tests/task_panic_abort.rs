@@ -153,7 +153,13 @@ fn aborting_an_idle_task_cancels_it_and_drops_its_future() {
 fn a_task_aborted_while_held_back_after_a_yield_is_cancelled_before_the_aborter_runs_again() {
     for current_thread in [true, false] {
         let rt = support::one_worker(current_thread);
-        for (spinners, aborted) in [(1, &[0][..]), (3, &[1]), (10, &[0, 7]), (31, &[0])] {
+        for (spinners, aborted) in [
+            (1, &[0][..]),
+            (3, &[1]),
+            (10, &[0, 7]),
+            (31, &[0]),
+            (32, &[31]),
+        ] {
             let order = Arc::new(Mutex::new(Vec::new()));
             let finished = rt
                 .block_on(rt.spawn(async move {

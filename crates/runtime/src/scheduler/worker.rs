@@ -369,8 +369,8 @@ const HELD_KEPT_ASIDE: usize = 32;
 /// queued again before it (held last, it comes out first) and find it not yet finished, where
 /// tokio, whose deferred tasks are not notified, has already run the abort. A lone held task
 /// has nothing to go before, so the common release, one task that yields in a loop, reads no
-/// task's state. With many held at once, aborted ones found after the first
-/// [`HELD_KEPT_ASIDE`] others go ahead of the later ones only.
+/// task's state. With many held at once, an aborted one found after more than
+/// [`HELD_KEPT_ASIDE`] others goes ahead of the later ones only.
 fn requeue_held(held: &Local<Task>, queue: &Local<Task>, run_first: bool) -> (Option<Task>, usize) {
     struct Out<'a> {
         queue: &'a Local<Task>,

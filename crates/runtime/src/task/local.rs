@@ -37,6 +37,9 @@
 //! the caller there would only poll it once more for nothing. A turn of `run_until` whose
 //! future completes or panics makes no such look, and wakes the driver as it ends if tasks
 //! are queued.
+//! A task that yields in the set's turn is taken off the queue's back into `held`, and the
+//! next turn queues it again first thing, behind the tasks woken between the two turns; the
+//! turn's last look counts `held` among the tasks left.
 //! Once the set is dropped its queue is closed, and a task scheduled then is dropped instead:
 //! its future is already gone.
 //!
@@ -416,9 +419,14 @@ impl LocalSet {
         self.running.set(true);
         let _running = Running(&self.running);
         let mut yielded = coop::take_yield();
-        self.shared.queue.lock().release_held();
-        for _ in 0..TASKS_PER_POLL {
-            let task = self.shared.queue.lock().tasks.pop_front();
+        for turn in 0..TASKS_PER_POLL {
+            let task = {
+                let mut queue = self.shared.queue.lock();
+                if turn == 0 {
+                    queue.release_held();
+                }
+                queue.tasks.pop_front()
+            };
             let Some(task) = task else {
                 break;
             };
@@ -445,21 +453,23 @@ impl LocalSet {
 }
 
 impl Queue {
-    /// Queues the tasks held back since they yielded in the last turn, behind the tasks woken
-    /// since (by the runtime's tasks, from other threads, or by the caller's future): tokio
-    /// wakes its deferred tasks after those. Last held first, as tokio wakes them; but those
-    /// aborted while held first of all, as on the runtime's workers (`requeue_held`), since
-    /// the abort's wake found them queued, where tokio's queues them (the sort is stable).
+    /// Whether no task is queued or held.
     fn is_empty(&self) -> bool {
         self.tasks.is_empty() && self.held.is_empty()
     }
 
+    /// Queues the tasks held back since they yielded in the last turn, behind the tasks woken
+    /// since (by the runtime's tasks, from other threads, or by the caller's future): tokio
+    /// wakes its deferred tasks after those. Last held first, as tokio wakes them; but those
+    /// aborted while held first of all, as on the runtime's workers (`requeue_held`), since
+    /// the abort's wake found them queued, where tokio's queues them. Each task's state is
+    /// read once (a cached key), and the sort keeps the order of equal keys.
     fn release_held(&mut self) {
         if self.held.is_empty() {
             return;
         }
         self.held.reverse();
-        self.held.sort_by_key(|task| !task.is_cancelled());
+        self.held.sort_by_cached_key(|task| !task.is_cancelled());
         self.tasks.extend(self.held.drain(..));
     }
 }

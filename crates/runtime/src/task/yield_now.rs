@@ -11,7 +11,8 @@ use super::coop;
 /// queue is empty and so are the runtime's queue of tasks spawned or woken from outside the
 /// workers (on a current-thread runtime, until `block_on`'s future has had its turn too, if
 /// it was woken). Tasks held back together run again last first, except that those aborted
-/// meanwhile go first, as tokio's abort queues a deferred task. So that other tasks cannot
+/// meanwhile go first (ahead of up to 32 others held by the same worker), as tokio's abort
+/// queues a deferred task. So that other tasks cannot
 /// keep it waiting for ever, the worker also queues it again, behind the tasks already
 /// queued, once every [`global_queue_interval`](crate::Builder::global_queue_interval)
 /// turns (on a current-thread runtime, once the runtime has run its most tasks between two
