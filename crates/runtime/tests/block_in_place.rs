@@ -99,7 +99,7 @@ fn a_task_held_back_after_a_yield_moves_with_the_worker() {
 }
 
 /// The tasks held back travel in the worker's core, and the thread that takes it queues them
-/// again every `global_queue_interval` turns, those held on the old thread included: here
+/// again every 61 turns, those held on the old thread included: here
 /// tasks that keep waking each other keep the queue from ever emptying, and nothing else
 /// yields, so no other release would come.
 #[test]

@@ -5,7 +5,8 @@
 //! guards restore the previous runtime, guards dropped out of order panic, or restore nothing
 //! when a panic drops them); `task::yield_now` letting other tasks run, a task spawned from
 //! outside and a current-thread runtime's `block_on` future before the yielding task's next
-//! turn, every task queued from outside meanwhile on a multi-threaded runtime, the yielding
+//! turn, every task queued from outside meanwhile on a multi-threaded runtime (even when the
+//! yielding task's polls are long enough to bring the tuned interval down), the yielding
 //! task still getting turns beside tasks that keep the queue full, and taken by an idle
 //! worker while its own blocks in a poll; the names of
 //! worker and blocking threads; builder chains written for tokio (`new_multi_thread`,
@@ -397,6 +398,67 @@ fn a_yielding_task_runs_again_only_after_the_tasks_queued_from_outside() {
     );
 }
 
+/// A task whose polls are long (a millisecond here) brings its worker's tuned
+/// `global_queue_interval` down to two turns; it is still held back after each yield until the
+/// tasks spawned from outside during its poll have all run, as tokio defers it: the worker
+/// queues its held tasks again every 61 turns, not at each turn that looks at the injector
+/// first. (Queued at those, it ran every other turn, and the tasks from outside waited out
+/// several of its polls: the lateness benchmark's `long` scenario.)
+#[test]
+fn a_task_that_yields_from_long_polls_runs_again_only_after_the_tasks_from_outside() {
+    const OUTSIDE: usize = 10;
+    let rt = running(1);
+    let (turns, stop, spawning) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let hog = {
+        let (turns, stop, spawning) = (turns.clone(), stop.clone(), spawning.clone());
+        rt.spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                turns.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                // A burst is spawned whole while the poll lasts, however slow the test's
+                // thread: the poll that saw its first task does not end before its last.
+                while spawning.load(Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+                task::yield_now().await;
+            }
+        })
+    };
+    // Long enough for the worker to time its turns and tune its interval down.
+    support::wait_until("the hog's first 200 turns", || {
+        turns.load(Ordering::SeqCst) >= 200
+    });
+    for burst in 0..5 {
+        let (ran, runs) = std::sync::mpsc::channel();
+        spawning.store(true, Ordering::SeqCst);
+        for _ in 0..OUTSIDE {
+            let (ran, turns) = (ran.clone(), turns.clone());
+            drop(rt.spawn(async move { ran.send(turns.load(Ordering::SeqCst)).unwrap() }));
+        }
+        spawning.store(false, Ordering::SeqCst);
+        let seen: Vec<usize> = (0..OUTSIDE)
+            .map(|_| {
+                runs.recv_timeout(std::time::Duration::from_secs(10))
+                    .expect("the task from outside runs")
+            })
+            .collect();
+        let (first, last) = (seen.iter().min().unwrap(), seen.iter().max().unwrap());
+        // One turn between them at most: the worker's periodic release of what it holds back
+        // may come in the middle.
+        assert!(
+            last - first <= 1,
+            "burst {burst}: the yielding task took turns {first} to {last} among the tasks \
+             from outside"
+        );
+    }
+    stop.store(true, Ordering::SeqCst);
+    rt.block_on(hog).unwrap();
+}
+
 /// A task held back after its yield is taken by an idle worker while its own worker blocks in
 /// a long poll: here that poll waits for the held task, which would otherwise never run.
 #[test]
@@ -426,8 +488,7 @@ fn a_task_held_back_after_a_yield_is_taken_by_an_idle_worker_while_its_own_block
 }
 
 /// Tasks that keep waking each other keep the worker's queue from ever emptying; a task held
-/// back after a yield still gets its turns, as the worker queues it again every
-/// `global_queue_interval` turns.
+/// back after a yield still gets its turns, as the worker queues it again every 61 turns.
 #[test]
 fn a_yielding_task_gets_turns_beside_tasks_that_keep_waking_each_other() {
     let rt = running(1);

@@ -28,9 +28,14 @@
 //! core, `held`. The worker queues the held tasks again, last first (`held` is LIFO):
 //! - when it has nothing else to run: its queue and the injector are empty (before it would
 //!   steal, and so before it would park);
-//! - every `global_queue_interval` turns, behind its queue, at the turn that looks at the
-//!   injector first, so tasks that keep each other queued cannot starve them (whatever
-//!   `held` holds then, those held on the thread the core came from included);
+//! - every [`HELD_RELEASE_INTERVAL`] (61) turns, behind its queue, so tasks that keep each
+//!   other queued cannot starve them (whatever `held` holds then, those held on the thread
+//!   the core came from included), as tokio's workers wake their deferred tasks every
+//!   `event_interval` (61) turns. Not at the turns that look at the injector first: a tuned
+//!   `global_queue_interval` falls to 2 turns when a task's polls take a millisecond, and
+//!   the task that yielded would then run again every other turn, ahead of the tasks woken
+//!   meanwhile (the lateness benchmark's `long` scenario: 8 ms late at the median instead
+//!   of 1);
 //! - on a current-thread runtime, when its batch of turns ends (its queue is empty, or it ran
 //!   its most turns), after `block_on`'s future has had its turn, if woken.
 //!
@@ -118,6 +123,11 @@ const OVERDUE_CHECK_INTERVAL: u32 = 4;
 /// The most tasks a worker runs in a row from its LIFO slot, tokio's figure: two tasks that
 /// wake each other would otherwise keep the queue waiting.
 const MAX_LIFO_POLLS: u32 = 3;
+
+/// Every this many turns a multi-threaded runtime's worker queues the tasks it holds back
+/// after a yield again, behind its queue, whatever else is ready: tokio's `event_interval`,
+/// at which its workers wake the tasks they deferred.
+const HELD_RELEASE_INTERVAL: u32 = 61;
 
 /// How many turns a multi-threaded runtime's worker takes between two looks at the injector
 /// first until it has timed its turns, and always under loom, which has no time.
@@ -289,6 +299,8 @@ pub(crate) struct Worker {
     /// Turns until the next one that looks at the injector first, counted down (cheaper
     /// than dividing the turn by the runtime's interval).
     injector_countdown: u32,
+    /// Turns until the next one that queues the held tasks again, counted down.
+    held_countdown: u32,
     /// State of a xorshift generator, to pick whom to steal from first.
     rng: u32,
     /// Worker 0's: when it reads the clock next to fire due timers.
@@ -766,6 +778,7 @@ impl Worker {
                 QueueInterval::Fixed(interval) => interval,
                 QueueInterval::Tuned => DEFAULT_GLOBAL_QUEUE_INTERVAL,
             },
+            held_countdown: HELD_RELEASE_INTERVAL,
             handle,
             index,
             searching: false,
@@ -813,10 +826,12 @@ impl Worker {
             } else if self.turn % OVERDUE_CHECK_INTERVAL == 0 {
                 driver.try_process_overdue();
             }
-            if self.injector_countdown == 1 {
-                // The turn that looks at the injector first: the held tasks go to the back
-                // of the queue, so tasks that keep each other queued cannot starve them.
-                // Whatever `held` holds, even tasks held on the thread the core came from.
+            self.held_countdown -= 1;
+            if self.held_countdown == 0 {
+                // The held tasks go to the back of the queue, so tasks that keep each other
+                // queued cannot starve them. Whatever `held` holds, even tasks held on the
+                // thread the core came from.
+                self.held_countdown = HELD_RELEASE_INTERVAL;
                 self.release_yielded(false);
             }
             let mut task = self.next_task();
