@@ -12,13 +12,12 @@ use super::coop;
 /// workers (on a current-thread runtime, until `block_on`'s future has had its turn too, if
 /// it was woken). Tasks held back together run again last first, except that those aborted
 /// meanwhile go first (ahead of up to 32 others held by the same worker), as tokio's abort
-/// queues a deferred task. So that other tasks cannot
-/// keep it waiting for ever, the worker also queues it again, behind the tasks already
-/// queued, once every 61 turns, as tokio's workers wake their deferred tasks every
-/// `event_interval` turns (on a current-thread runtime, once the runtime has run its most
-/// tasks between two looks at `block_on`'s future). Another worker takes a held task only when it finds
-/// nothing else to run, so that a worker blocked in a long poll does not keep it waiting,
-/// where tokio's would.
+/// queues a deferred task. So that other tasks cannot keep it waiting for ever, the worker
+/// also queues it again, behind the tasks already queued, once every 61 turns, as tokio's
+/// workers wake their deferred tasks every `event_interval` turns (on a current-thread
+/// runtime, once the runtime has run its most tasks between two looks at `block_on`'s
+/// future). Another worker takes a held task only when it finds nothing else to run, so that
+/// a worker blocked in a long poll does not keep it waiting, where tokio's would.
 ///
 /// # Examples
 ///
