@@ -211,8 +211,8 @@ fn a_task_aborted_while_held_back_after_a_yield_is_cancelled_before_the_aborter_
             );
             if current_thread {
                 // The others ran once each, last held first. (A multi-threaded worker also
-                // queues what it holds at its periodic look at the injector, behind its queue,
-                // so the spinners may have more turns there.)
+                // queues what it holds every 61 turns, behind its queue, so the spinners may
+                // have more turns there.)
                 let expected: Vec<usize> = held
                     .into_iter()
                     .rev()
