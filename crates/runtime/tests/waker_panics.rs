@@ -6,8 +6,11 @@
 //! worker (`shutdown_timeout` is the control: it gives up waiting). A waker whose `clone`
 //! panics as a sleep registers it leaves the sleep as it was: not elapsed when that was its
 //! first poll, and still woken at its deadline when a later poll registered its task's waker
-//! again. A panic whose payload panics as it drops costs worker 0 nothing either. Each test
-//! that waits runs under a watchdog, so a hang fails it.
+//! again. A panic whose payload panics as it drops costs worker 0 nothing either. A
+//! `JoinSet` or a `LocalSet` polled with a waker whose `clone` panics, or holding one whose
+//! drop panics when the next poll replaces it, lets the panic out of that poll and still
+//! wakes the next poll's waker when its task completes. Each test that waits runs under a
+//! watchdog, so a hang fails it.
 
 mod support;
 
@@ -19,10 +22,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll, RawWaker, RawWakerVTable, Wake, Waker};
 use std::time::Duration;
 
+use escapement::task::{JoinSet, LocalSet};
 use escapement::time::{sleep, Instant, Sleep};
 use escapement::Runtime;
+use futures::channel::oneshot;
 
-use support::{running, within, PanicsWhenDropped};
+use support::{running, wait_until, within, CountingWaker, PanicsWhenDropped};
 
 /// Records that it was woken, then panics: with a payload whose drop panics too when the
 /// second field says so.
@@ -187,5 +192,121 @@ fn a_sleep_whose_later_poll_panicked_in_the_wakers_clone_still_wakes_its_task() 
             delay.as_mut().await;
             assert!(start.elapsed() >= Duration::from_millis(20));
         });
+    });
+}
+
+/// A waker whose clones panic when they are dropped; waking, and dropping the waker itself,
+/// do nothing.
+fn a_waker_whose_clones_panic_when_dropped() -> Waker {
+    static CLONE: u8 = 0;
+    fn clone(_: *const ()) -> RawWaker {
+        RawWaker::new(&CLONE as *const u8 as *const (), &VTABLE)
+    }
+    fn nothing(_: *const ()) {}
+    fn drop(data: *const ()) {
+        if !data.is_null() {
+            panic!("a waker's drop panicked");
+        }
+    }
+    static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, nothing, nothing, drop);
+    // SAFETY: no function of the vtable dereferences the data pointer, which only tells a
+    // clone from the original; waking does nothing, so there is nothing for it to release.
+    unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) }
+}
+
+/// What holds the waker of the code that awaits it: a `JoinSet` or a `LocalSet`, with one
+/// task that waits for a message.
+trait Waiter {
+    /// Polls for the task's completion with `waker`; true once it has completed.
+    fn poll_with(&mut self, waker: &Waker) -> bool;
+}
+
+impl Waiter for JoinSet<()> {
+    fn poll_with(&mut self, waker: &Waker) -> bool {
+        match self.poll_join_next(&mut Context::from_waker(waker)) {
+            Poll::Ready(Some(outcome)) => {
+                outcome.expect("the task completes");
+                true
+            }
+            Poll::Ready(None) => panic!("the set was empty"),
+            Poll::Pending => false,
+        }
+    }
+}
+
+impl Waiter for LocalSet {
+    fn poll_with(&mut self, waker: &Waker) -> bool {
+        Pin::new(self)
+            .poll(&mut Context::from_waker(waker))
+            .is_ready()
+    }
+}
+
+/// A `JoinSet` and a `LocalSet` in `rt`, each with one task that waits for a message, and
+/// the senders of the messages.
+fn waiters(rt: &Runtime) -> Vec<(Box<dyn Waiter>, oneshot::Sender<()>)> {
+    let _guard = rt.enter();
+    let (to_joined, joined) = oneshot::channel::<()>();
+    let mut set = JoinSet::new();
+    set.spawn(async move { joined.await.unwrap() });
+    let (to_local, local) = oneshot::channel::<()>();
+    let local_set = LocalSet::new();
+    local_set.spawn_local(async move { local.await.unwrap() });
+    vec![
+        (Box::new(set) as Box<dyn Waiter>, to_joined),
+        (Box::new(local_set), to_local),
+    ]
+}
+
+/// Registers `counting` with `waiter` (its poll pending), completes the task, and checks that
+/// the completion woke it and that the next poll sees the task done.
+fn completion_wakes(
+    waiter: &mut dyn Waiter,
+    counter: &CountingWaker,
+    counting: &Waker,
+    send: oneshot::Sender<()>,
+) {
+    send.send(()).unwrap();
+    wait_until("the task's completion wakes the waiter", || {
+        counter.wakes() > 0
+    });
+    // The set's task has completed (the `JoinSet`), or runs in this poll (the `LocalSet`).
+    assert!(waiter.poll_with(counting), "the task completed");
+}
+
+#[test]
+fn a_join_set_or_local_set_polled_with_a_waker_whose_clone_panics_registers_the_next_one() {
+    within(Duration::from_secs(30), || {
+        let rt = running(2);
+        let _guard = rt.enter();
+        for (mut waiter, send) in waiters(&rt) {
+            let bad = a_waker_whose_clone_panics();
+            let polled = panic::catch_unwind(AssertUnwindSafe(|| waiter.poll_with(&bad)));
+            assert!(polled.is_err(), "the clone's panic came out of the poll");
+            let (counter, counting) = CountingWaker::waker();
+            assert!(!waiter.poll_with(&counting));
+            assert_eq!(counter.wakes(), 0, "woken before the task completed");
+            completion_wakes(&mut *waiter, &counter, &counting, send);
+        }
+    });
+}
+
+#[test]
+fn a_join_set_or_local_set_whose_old_waker_panics_as_it_drops_keeps_the_new_one() {
+    within(Duration::from_secs(30), || {
+        let rt = running(2);
+        let _guard = rt.enter();
+        for (mut waiter, send) in waiters(&rt) {
+            assert!(!waiter.poll_with(&a_waker_whose_clones_panic_when_dropped()));
+            let (counter, counting) = CountingWaker::waker();
+            // Registering the new waker drops the old clone, whose panic comes out.
+            let polled = panic::catch_unwind(AssertUnwindSafe(|| waiter.poll_with(&counting)));
+            assert!(
+                polled.is_err(),
+                "the old waker's panic came out of the poll"
+            );
+            assert_eq!(counter.wakes(), 0, "woken before the task completed");
+            completion_wakes(&mut *waiter, &counter, &counting, send);
+        }
     });
 }
