@@ -2,7 +2,8 @@
 //! the thread in `block_on`, in an order that is the same from run to run, and nothing runs
 //! outside `block_on`; two threads in `block_on` take turns with the tasks; shutdown drops
 //! the tasks left queued, and waits for a `Handle::block_on` driving the runtime to come back
-//! from its poll; `block_in_place` panics there, as on tokio's.
+//! from its poll; `block_in_place` panics there, as on tokio's; the `block_on` future is
+//! polled again after at most `event_interval` tasks.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -535,4 +536,33 @@ fn a_task_from_outside_waits_at_most_31_turns_by_default_as_on_tokio() {
         (31..100).contains(&position),
         "ran after {position} local tasks"
     );
+}
+
+/// The thread runs at most `event_interval` tasks between two polls of its `block_on` future,
+/// 61 by default, as tokio's.
+#[test]
+fn the_future_in_block_on_waits_for_at_most_event_interval_tasks() {
+    for (interval, expected) in [(None, vec![61, 100]), (Some(25), vec![25, 50, 75, 100])] {
+        let mut builder = Builder::new_current_thread();
+        if let Some(interval) = interval {
+            builder.event_interval(interval);
+        }
+        let rt = builder.build().expect("a runtime");
+        let ran = Arc::new(AtomicUsize::new(0));
+        let seen = rt.block_on(async {
+            for _ in 0..100 {
+                let ran = ran.clone();
+                drop(escapement::spawn(async move {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                }));
+            }
+            let mut seen = Vec::new();
+            while seen.last() != Some(&100) {
+                task::yield_now().await;
+                seen.push(ran.load(Ordering::SeqCst));
+            }
+            seen
+        });
+        assert_eq!(seen, expected, "event_interval {interval:?}");
+    }
 }

@@ -7,9 +7,9 @@
 //! outside and a current-thread runtime's `block_on` future before the yielding task's next
 //! turn, every task queued from outside meanwhile on a multi-threaded runtime (even when the
 //! yielding task's polls are long enough to bring the tuned interval down), the yielding
-//! task still getting turns beside tasks that keep the queue full, and taken by an idle
-//! worker while its own blocks in a poll; the names of
-//! worker and blocking threads; builder chains written for tokio (`new_multi_thread`,
+//! task still getting turns beside tasks that keep the queue full, every `event_interval`
+//! turns, and taken by an idle worker while its own blocks in a poll; the names of worker
+//! and blocking threads; builder chains written for tokio (`new_multi_thread`,
 //! `enable_all`, `enable_io`, `enable_time`, `event_interval`, `max_io_events_per_tick`,
 //! `max_io_events_per_busy_tick`, `shutdown_background`;
 //! `new_current_thread`, `name` and `Handle::name`); `global_queue_interval`.
@@ -507,6 +507,88 @@ fn a_yielding_task_gets_turns_beside_tasks_that_keep_waking_each_other() {
     for task in busy {
         rt.block_on(task).unwrap();
     }
+}
+
+/// `event_interval` sets how often a worker queues the tasks it held back after a yield again
+/// while two tasks keep its queue from emptying, as tokio's sets how often its workers wake
+/// their deferred tasks: the yielding task runs once every `interval` turns, its own among
+/// them.
+#[test]
+fn event_interval_sets_how_often_a_yielding_task_runs_beside_busy_tasks() {
+    for interval in [7, 61] {
+        let mut builder = escapement::Builder::new();
+        builder.worker_threads(1);
+        if interval != 61 {
+            builder.event_interval(interval);
+        }
+        let rt = builder.build().expect("a runtime");
+        let (polls, stop) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let busy = counting_ping_pong(&rt, polls.clone(), stop.clone());
+        let seen = {
+            let polls = polls.clone();
+            support::join_within(
+                &rt,
+                rt.spawn(async move {
+                    let mut seen = Vec::new();
+                    for _ in 0..20 {
+                        seen.push(polls.load(Ordering::SeqCst));
+                        task::yield_now().await;
+                    }
+                    seen
+                }),
+            )
+        };
+        stop.store(true, Ordering::SeqCst);
+        for task in busy {
+            support::join_within(&rt, task);
+        }
+        // The first gaps depend on where the countdown stood when the task started; after
+        // them, how long the released task waits depends on where the busy tasks stand in
+        // the queue then, so a gap can be a turn or two off, but not the mean.
+        let gaps: Vec<usize> = seen.windows(2).skip(2).map(|w| w[1] - w[0]).collect();
+        let expected = interval as usize - 1;
+        let (total, most) = (gaps.iter().sum::<usize>(), *gaps.iter().max().unwrap());
+        assert!(
+            total.abs_diff(expected * gaps.len()) <= expected && most <= expected + 3,
+            "event_interval {interval}: the busy tasks ran {gaps:?} times between two turns of \
+             the yielding task, not {expected} on average"
+        );
+    }
+}
+
+/// Two tasks that wake each other on every poll, counting their polls in `polls`, until
+/// `stop` is set: the worker's queue never empties meanwhile.
+fn counting_ping_pong(
+    rt: &Runtime,
+    polls: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+) -> [escapement::JoinHandle<()>; 2] {
+    use futures::channel::mpsc::unbounded;
+    use futures::StreamExt;
+
+    let (to_pong, mut pongs) = unbounded::<()>();
+    let (to_ping, mut pings) = unbounded::<()>();
+    let ping = {
+        let polls = polls.clone();
+        rt.spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                polls.fetch_add(1, Ordering::SeqCst);
+                to_pong.unbounded_send(()).unwrap();
+                pings.next().await.unwrap();
+            }
+        })
+    };
+    let pong = rt.spawn(async move {
+        while pongs.next().await.is_some() {
+            polls.fetch_add(1, Ordering::SeqCst);
+            // Gone once the ping task has stopped.
+            let _ = to_ping.unbounded_send(());
+        }
+    });
+    [ping, pong]
 }
 
 /// Tasks from the injector that each yield do not keep a task of the local queue waiting:

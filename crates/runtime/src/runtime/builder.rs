@@ -11,9 +11,10 @@ use super::{Handle, Runtime};
 use crate::loom::{Arc, CallbackArc};
 use crate::park::Parker;
 use crate::scheduler::worker::{
-    self, Core, LiveWorker, Park, QueueInterval, Worker, DEFAULT_GLOBAL_QUEUE_INTERVAL,
+    self, Core, LiveWorker, Park, QueueInterval, Worker, DEFAULT_EVENT_INTERVAL,
+    DEFAULT_GLOBAL_QUEUE_INTERVAL,
 };
-use crate::scheduler::{CoreSlot, Local, Remote, Shared};
+use crate::scheduler::{CoreSlot, Intervals, Local, Remote, Shared};
 use crate::task::{BlockingPool, Slot};
 use crate::time::clock::Clock;
 use crate::time::driver::Driver;
@@ -67,6 +68,9 @@ pub struct Builder {
     /// Every this many turns a worker takes from the injector before its own queue; `None`
     /// for the flavor's default (`Shared::new`).
     global_queue_interval: Option<u32>,
+    /// Every this many turns a worker queues again the tasks held back after a yield, and a
+    /// current-thread runtime looks at its `block_on` future.
+    event_interval: u32,
     /// Names, stack size and callbacks of every thread the runtime starts.
     hooks: ThreadHooks,
 }
@@ -85,6 +89,7 @@ impl Builder {
             max_blocking_threads: DEFAULT_MAX_BLOCKING_THREADS,
             keep_alive: DEFAULT_KEEP_ALIVE,
             global_queue_interval: None,
+            event_interval: DEFAULT_EVENT_INTERVAL,
             hooks: ThreadHooks::default(),
         }
     }
@@ -378,10 +383,14 @@ impl Builder {
         self
     }
 
-    /// Does nothing with a valid interval: tokio's workers look for timers and I/O events
-    /// every `interval` turns; escapement's worker 0 looks for due timers at the top of every
-    /// turn, pacing its clock readings by how long its turns take, and there is no I/O
-    /// driver. Named as tokio's, so that a builder chain ports by changing the import.
+    /// How many turns a worker takes between two releases of the tasks that yielded: every
+    /// `interval` turns a worker of a multi-threaded runtime queues the tasks it held back
+    /// after a yield again, behind its queue, even while other tasks keep it busy, and a
+    /// current-thread runtime runs at most `interval` tasks between two polls of its
+    /// `block_on` future, then queues its held tasks again. Default 61, as tokio's, whose
+    /// workers wake the tasks they deferred at this interval. Unlike tokio's, it does not
+    /// pace the look for due timers: worker 0 looks at the top of every turn, pacing its
+    /// clock readings by how long its turns take, and there is no I/O driver.
     ///
     /// # Panics
     ///
@@ -389,6 +398,7 @@ impl Builder {
     #[track_caller]
     pub fn event_interval(&mut self, interval: u32) -> &mut Builder {
         assert!(interval > 0, "event_interval must be greater than 0");
+        self.event_interval = interval;
         self
     }
 
@@ -510,9 +520,10 @@ impl Builder {
         self
     }
 
-    /// The interval the workers start with, and whether they tune it.
-    fn queue_interval(&self) -> QueueInterval {
-        match self.global_queue_interval {
+    /// The workers' intervals: the one they start with between two looks at the injector
+    /// first, and whether they tune it; and `event_interval`.
+    fn intervals(&self) -> Intervals {
+        let global_queue = match self.global_queue_interval {
             Some(interval) => QueueInterval::Fixed(interval),
             None if self.current_thread => {
                 QueueInterval::Fixed(CURRENT_THREAD_GLOBAL_QUEUE_INTERVAL)
@@ -520,6 +531,10 @@ impl Builder {
             // loom has no time to tune by, and a model runs the same way every time.
             None if cfg!(loom) => QueueInterval::Fixed(DEFAULT_GLOBAL_QUEUE_INTERVAL),
             None => QueueInterval::Tuned,
+        };
+        Intervals {
+            global_queue,
+            event: self.event_interval,
         }
     }
 
@@ -592,7 +607,7 @@ impl Builder {
                 ),
                 self.name.as_deref().map(Box::from),
                 self.hooks.clone(),
-                self.queue_interval(),
+                self.intervals(),
                 core_slot,
             )),
         };
@@ -645,6 +660,7 @@ impl fmt::Debug for Builder {
             .field("max_blocking_threads", &self.max_blocking_threads)
             .field("thread_keep_alive", &self.keep_alive)
             .field("global_queue_interval", &self.global_queue_interval)
+            .field("event_interval", &self.event_interval)
             .field("thread_stack_size", &self.hooks.stack_size)
             .field("on_thread_start", &self.hooks.on_start.is_some())
             .field("on_thread_stop", &self.hooks.on_stop.is_some())

@@ -33,8 +33,9 @@
 //! The future's waker sets a flag and unparks worker 0 through the driver, as a registration
 //! of an earlier deadline does. A wake that comes before the thread parks leaves a token, so
 //! the park returns at once; one that comes while the thread runs tasks is seen at the next
-//! batch's end. Between two polls of the future the thread runs at most [`EVENT_INTERVAL`]
-//! tasks. A task that yields (`yield_now`, `time::advance`, or a spent budget) is held back
+//! batch's end. Between two polls of the future the thread runs at most `event_interval`
+//! tasks (61 unless [`Builder::event_interval`](crate::Builder::event_interval) sets another,
+//! as tokio's). A task that yields (`yield_now`, `time::advance`, or a spent budget) is held back
 //! until the batch ends, so every other queued task runs first, and the future, if woken,
 //! goes before the held tasks, which are then queued again last first: the order of tokio,
 //! which defers such wakes.
@@ -51,9 +52,6 @@ use crate::park::{Parker, Unparker};
 use crate::runtime::Handle;
 use crate::task::coop;
 use crate::time::driver::Driver;
-
-/// The most tasks the thread runs between two looks at whether its future was woken.
-const EVENT_INTERVAL: u32 = 61;
 
 /// Where the worker of a current-thread runtime waits while no `block_on` runs it.
 pub(crate) struct CoreSlot {
@@ -211,7 +209,7 @@ fn drive<F: Future>(
                 return Poll::Ready(output);
             }
         }
-        let ran = worker.run_batch(EVENT_INTERVAL);
+        let ran = worker.run_batch(shared.event_interval);
         if !ran && !main.woken.load(Ordering::Relaxed) {
             // A wake from here on leaves a token that makes the park return at once.
             worker.park();

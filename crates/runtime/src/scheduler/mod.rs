@@ -55,6 +55,9 @@ pub(crate) struct Shared {
     /// How many turns a worker takes between two looks at the injector before its own
     /// queue (`worker.rs`).
     pub(crate) global_queue_interval: QueueInterval,
+    /// Every this many turns a worker queues the tasks it held back after a yield again, and a
+    /// current-thread runtime looks at its `block_on` future (`worker.rs`, `current.rs`).
+    pub(crate) event_interval: u32,
     /// Tasks spawned so far (for metrics and tests).
     pub(crate) spawned: AtomicUsize,
     /// The runtime's name, from [`Builder::name`](crate::Builder::name).
@@ -64,6 +67,13 @@ pub(crate) struct Shared {
     /// A current-thread runtime's worker, while no `block_on` runs it; `None` for a
     /// multi-threaded runtime (`current.rs`).
     pub(crate) core_slot: Option<CoreSlot>,
+}
+
+/// How often a worker looks at the injector first, and how often it queues its held tasks
+/// again (the builder's `global_queue_interval` and `event_interval`).
+pub(crate) struct Intervals {
+    pub(crate) global_queue: QueueInterval,
+    pub(crate) event: u32,
 }
 
 /// What other threads need to reach one worker.
@@ -86,7 +96,7 @@ impl Shared {
         blocking: Arc<BlockingPool<BlockingJob>>,
         name: Option<Box<str>>,
         hooks: ThreadHooks,
-        global_queue_interval: QueueInterval,
+        intervals: Intervals,
         core_slot: Option<CoreSlot>,
     ) -> Shared {
         let workers = remotes.len();
@@ -106,7 +116,8 @@ impl Shared {
             }),
             workers_exited: Condvar::new(),
             hooks,
-            global_queue_interval,
+            global_queue_interval: intervals.global_queue,
+            event_interval: intervals.event,
             spawned: AtomicUsize::new(0),
             name,
             id: RuntimeId::next(),

@@ -28,10 +28,11 @@
 //! core, `held`. The worker queues the held tasks again, last first (`held` is LIFO):
 //! - when it has nothing else to run: its queue and the injector are empty (before it would
 //!   steal, and so before it would park);
-//! - every [`HELD_RELEASE_INTERVAL`] (61) turns, behind its queue, so tasks that keep each
-//!   other queued cannot starve them (whatever `held` holds then, those held on the thread
-//!   the core came from included), as tokio's workers wake their deferred tasks every
-//!   `event_interval` (61) turns. Not at the turns that look at the injector first: a tuned
+//! - every `event_interval` turns ([`DEFAULT_EVENT_INTERVAL`], 61, unless the builder sets
+//!   it), behind its queue, so tasks that keep each other queued cannot starve them
+//!   (whatever `held` holds then, those held on the thread the core came from included), as
+//!   tokio's workers wake their deferred tasks every `event_interval` turns. Not at the
+//!   turns that look at the injector first: a tuned
 //!   `global_queue_interval` falls to 2 turns when a task's polls take a millisecond, and
 //!   the task that yielded would then run again every other turn, ahead of the tasks woken
 //!   meanwhile (the lateness benchmark's `long` scenario: 8 ms late at the median instead
@@ -60,9 +61,11 @@
 //! Worker 0 can be stuck in a long poll (a task that blocks its thread), and then no timer
 //! of the runtime would fire. So the other workers stand in: every
 //! [`OVERDUE_CHECK_INTERVAL`] turns each compares the driver's next deadline (a relaxed load)
-//! with its clock and, if it has passed, fires what is due in each shard whose lock is free; and
-//! a worker that goes idle while worker 0 is not parked sleeps only until the next deadline,
-//! then does the same. Worker 0 keeps sole charge of parking on the next expiry.
+//! with its clock and, once it is 200 µs overdue
+//! ([`STAND_IN_GRACE`](crate::time::driver::STAND_IN_GRACE)), fires what is due in each
+//! shard whose lock is free; and a worker that goes idle while worker 0 is not parked sleeps
+//! only until the next deadline, then does the same. Worker 0 keeps sole charge of parking
+//! on the next expiry.
 //!
 //! # Handing a worker to another thread
 //!
@@ -98,9 +101,11 @@
 //!
 //! A task woken on the old thread between steps 1 and 4 goes to the injector: `push_local`
 //! finds no queue. Nothing else of the worker stays behind: its `Worker` on the old stack
-//! keeps only the turn counter, the stealing heuristics and, for worker 0, the pace of its
-//! clock readings, which a take-back in step 4 goes on with (a few turns without a reading
-//! at most).
+//! keeps only the turn counter, the countdowns to the next look at the injector and the next
+//! release of the held tasks, the tuning of its interval, the stealing heuristics and, for
+//! worker 0, the pace of its clock readings. A take-back in step 4 goes on with them (for
+//! worker 0, a few turns without a reading at most); the thread given the core starts them
+//! afresh, as a new worker would.
 
 use std::cell::{Cell, RefCell};
 use std::fmt;
@@ -124,10 +129,12 @@ const OVERDUE_CHECK_INTERVAL: u32 = 4;
 /// wake each other would otherwise keep the queue waiting.
 const MAX_LIFO_POLLS: u32 = 3;
 
-/// Every this many turns a multi-threaded runtime's worker queues the tasks it holds back
-/// after a yield again, behind its queue, whatever else is ready: tokio's `event_interval`,
-/// at which its workers wake the tasks they deferred.
-const HELD_RELEASE_INTERVAL: u32 = 61;
+/// Every this many turns, unless [`Builder::event_interval`](crate::Builder::event_interval)
+/// sets another, a multi-threaded runtime's worker queues the tasks it holds back after a
+/// yield again, behind its queue, whatever else is ready, and a current-thread runtime looks
+/// at whether its `block_on` future was woken: tokio's default `event_interval`, at which its
+/// workers wake the tasks they deferred.
+pub(crate) const DEFAULT_EVENT_INTERVAL: u32 = 61;
 
 /// How many turns a multi-threaded runtime's worker takes between two looks at the injector
 /// first until it has timed its turns, and always under loom, which has no time.
@@ -778,7 +785,7 @@ impl Worker {
                 QueueInterval::Fixed(interval) => interval,
                 QueueInterval::Tuned => DEFAULT_GLOBAL_QUEUE_INTERVAL,
             },
-            held_countdown: HELD_RELEASE_INTERVAL,
+            held_countdown: handle.shared.event_interval,
             handle,
             index,
             searching: false,
@@ -831,7 +838,7 @@ impl Worker {
                 // The held tasks go to the back of the queue, so tasks that keep each other
                 // queued cannot starve them. Whatever `held` holds, even tasks held on the
                 // thread the core came from.
-                self.held_countdown = HELD_RELEASE_INTERVAL;
+                self.held_countdown = self.shared().event_interval;
                 self.release_yielded(false);
             }
             let mut task = self.next_task();

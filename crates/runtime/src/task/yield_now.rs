@@ -13,10 +13,10 @@ use super::coop;
 /// it was woken). Tasks held back together run again last first, except that those aborted
 /// meanwhile go first (ahead of up to 32 others held by the same worker), as tokio's abort
 /// queues a deferred task. So that other tasks cannot keep it waiting for ever, the worker
-/// also queues it again, behind the tasks already queued, once every 61 turns, as tokio's
-/// workers wake their deferred tasks every `event_interval` turns (on a current-thread
-/// runtime, once the runtime has run its most tasks between two looks at `block_on`'s
-/// future). Another worker takes a held task only when it finds nothing else to run, so that
+/// also queues it again, behind the tasks already queued, once every
+/// [`event_interval`](crate::Builder::event_interval) turns (61 by default), as tokio's
+/// workers wake their deferred tasks (on a current-thread runtime, once the runtime has run
+/// that many tasks between two looks at `block_on`'s future). Another worker takes a held task only when it finds nothing else to run, so that
 /// a worker blocked in a long poll does not keep it waiting, where tokio's would.
 ///
 /// # Examples
