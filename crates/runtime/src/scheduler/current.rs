@@ -30,15 +30,15 @@
 //!
 //! # Waking the future
 //!
-//! The future's waker sets a flag and unparks worker 0 through the driver, as a registration
-//! of an earlier deadline does. A wake that comes before the thread parks leaves a token, so
-//! the park returns at once; one that comes while the thread runs tasks is seen at the next
-//! batch's end. Between two polls of the future the thread runs at most `event_interval`
-//! tasks (61 unless [`Builder::event_interval`](crate::Builder::event_interval) sets another,
-//! as tokio's). A task that yields (`yield_now`, `time::advance`, or a spent budget) is held back
-//! until the batch ends, so every other queued task runs first, and the future, if woken,
-//! goes before the held tasks, which are then queued again last first: the order of tokio,
-//! which defers such wakes.
+//! The future's waker sets a flag and unparks worker 0 through the driver, as a registration of
+//! an earlier deadline does. A wake that comes before the thread parks leaves a token, so the
+//! park returns at once; one that comes while the thread runs tasks is seen at the next batch's
+//! end. Between two polls of the future the thread runs at most `event_interval` tasks (61
+//! unless [`Builder::event_interval`](crate::Builder::event_interval) sets another, as
+//! tokio's). A task that yields (`yield_now`, `time::advance`, or a spent budget) is held back
+//! until the batch ends, so every other queued task runs first, and the future, if woken, goes
+//! before the held tasks, which are then queued again last first: the order of tokio, which
+//! defers such wakes.
 
 use std::fmt;
 use std::future::Future;

@@ -32,11 +32,10 @@
 //!   it), behind its queue, so tasks that keep each other queued cannot starve them
 //!   (whatever `held` holds then, those held on the thread the core came from included), as
 //!   tokio's workers wake their deferred tasks every `event_interval` turns. Not at the
-//!   turns that look at the injector first: a tuned
-//!   `global_queue_interval` falls to 2 turns when a task's polls take a millisecond, and
-//!   the task that yielded would then run again every other turn, ahead of the tasks woken
-//!   meanwhile (the lateness benchmark's `long` scenario: 8 ms late at the median instead
-//!   of 1);
+//!   turns that look at the injector first: a tuned `global_queue_interval` falls to 2
+//!   turns when a task's polls take a millisecond, and the task that yielded would then run
+//!   again every other turn, ahead of the tasks woken meanwhile (the lateness benchmark's
+//!   `long` scenario: 8 ms late at the median instead of 1);
 //! - on a current-thread runtime, when its batch of turns ends (its queue is empty, or it ran
 //!   its most turns), after `block_on`'s future has had its turn, if woken.
 //!
