@@ -106,7 +106,7 @@ fn a_task_held_back_after_a_yield_moves_with_the_worker() {
 fn a_task_held_back_at_the_hand_off_gets_its_turn_beside_a_full_queue() {
     let rt = one_worker();
     let stop = Arc::new(AtomicBool::new(false));
-    let busy = support::keep_waking_each_other(&rt, stop.clone());
+    let busy = support::keep_waking_each_other(&rt, stop.clone(), Arc::default());
     let (ran, runs) = mpsc::channel();
     drop(rt.spawn(async move {
         // Queued behind this task, which is held back by then: its closure outlasts the

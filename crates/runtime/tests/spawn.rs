@@ -493,7 +493,7 @@ fn a_task_held_back_after_a_yield_is_taken_by_an_idle_worker_while_its_own_block
 fn a_yielding_task_gets_turns_beside_tasks_that_keep_waking_each_other() {
     let rt = running(1);
     let stop = Arc::new(AtomicBool::new(false));
-    let busy = support::keep_waking_each_other(&rt, stop.clone());
+    let busy = support::keep_waking_each_other(&rt, stop.clone(), Arc::default());
     let (done, finished) = std::sync::mpsc::channel();
     drop(rt.spawn(async move {
         for _ in 0..10 {
@@ -526,7 +526,7 @@ fn event_interval_sets_how_often_a_yielding_task_runs_beside_busy_tasks() {
             Arc::new(AtomicUsize::new(0)),
             Arc::new(AtomicBool::new(false)),
         );
-        let busy = counting_ping_pong(&rt, polls.clone(), stop.clone());
+        let busy = support::keep_waking_each_other(&rt, stop.clone(), polls.clone());
         let seen = {
             let polls = polls.clone();
             support::join_within(
@@ -557,38 +557,6 @@ fn event_interval_sets_how_often_a_yielding_task_runs_beside_busy_tasks() {
              the yielding task, not {expected} on average"
         );
     }
-}
-
-/// Two tasks that wake each other on every poll, counting their polls in `polls`, until
-/// `stop` is set: the worker's queue never empties meanwhile.
-fn counting_ping_pong(
-    rt: &Runtime,
-    polls: Arc<AtomicUsize>,
-    stop: Arc<AtomicBool>,
-) -> [escapement::JoinHandle<()>; 2] {
-    use futures::channel::mpsc::unbounded;
-    use futures::StreamExt;
-
-    let (to_pong, mut pongs) = unbounded::<()>();
-    let (to_ping, mut pings) = unbounded::<()>();
-    let ping = {
-        let polls = polls.clone();
-        rt.spawn(async move {
-            while !stop.load(Ordering::SeqCst) {
-                polls.fetch_add(1, Ordering::SeqCst);
-                to_pong.unbounded_send(()).unwrap();
-                pings.next().await.unwrap();
-            }
-        })
-    };
-    let pong = rt.spawn(async move {
-        while pongs.next().await.is_some() {
-            polls.fetch_add(1, Ordering::SeqCst);
-            // Gone once the ping task has stopped.
-            let _ = to_ping.unbounded_send(());
-        }
-    });
-    [ping, pong]
 }
 
 /// Tasks from the injector that each yield do not keep a task of the local queue waiting:

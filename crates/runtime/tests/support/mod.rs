@@ -115,21 +115,31 @@ impl Drop for Named<'_> {
 }
 
 /// Spawns on `rt` two tasks that wake each other in turn through a channel until `stop`, so
-/// that a worker running them always has one of them queued; returns their handles.
-pub(crate) fn keep_waking_each_other(rt: &Runtime, stop: Arc<AtomicBool>) -> [JoinHandle<()>; 2] {
+/// that a worker running them always has one of them queued, each poll of either counted in
+/// `polls`; returns their handles.
+pub(crate) fn keep_waking_each_other(
+    rt: &Runtime,
+    stop: Arc<AtomicBool>,
+    polls: Arc<AtomicUsize>,
+) -> [JoinHandle<()>; 2] {
     use futures::channel::mpsc::unbounded;
     use futures::StreamExt;
 
     let (to_pong, mut pongs) = unbounded::<()>();
     let (to_ping, mut pings) = unbounded::<()>();
-    let ping = rt.spawn(async move {
-        while !stop.load(Ordering::SeqCst) {
-            to_pong.unbounded_send(()).unwrap();
-            pings.next().await.unwrap();
-        }
-    });
+    let ping = {
+        let polls = polls.clone();
+        rt.spawn(async move {
+            while !stop.load(Ordering::SeqCst) {
+                polls.fetch_add(1, Ordering::SeqCst);
+                to_pong.unbounded_send(()).unwrap();
+                pings.next().await.unwrap();
+            }
+        })
+    };
     let pong = rt.spawn(async move {
         while pongs.next().await.is_some() {
+            polls.fetch_add(1, Ordering::SeqCst);
             // Gone once the ping task has stopped.
             let _ = to_ping.unbounded_send(());
         }
