@@ -15,7 +15,7 @@
 //! It runs until `T` seconds or `N` rounds have passed (forever by default), from seed `S`
 //! (drawn from the time by default); `--one` runs the round of `S` alone, to replay one that
 //! failed. `--mode` fixes the clock's mode; `--tasks-max` (2,000 by default) bounds the
-//! top-level tasks of a round. It prints a line per round, and a last line with the run's
+//! top-level tasks of a round. It prints two lines per round, and a last one with the run's
 //! totals: rounds, tasks, operations, timer checks, and how late the timers were.
 //!
 //! A failed check, or a panic other than those the operations raise on purpose, is printed
@@ -74,6 +74,10 @@ fn main() {
             "UNEXPECTED PANIC seed={seed:?} thread={:?}: {info}\n{backtrace}",
             thread.name()
         );
+        // A panic on the main thread ends the run here, before its replay line.
+        if let (Some(seed), Some(options)) = (seed, OPTIONS.get()) {
+            eprintln!("replay the round with: {}", options.replay(seed));
+        }
     }));
     std::thread::spawn(watchdog);
 
@@ -164,8 +168,9 @@ fn usage(problem: &str) -> ! {
     std::process::exit(2)
 }
 
-/// Every 100 ms: prints the operations running 2 s past their due end, and aborts the
-/// process, after printing what is in flight, if the round runs past its limit.
+/// Every 100 ms: prints the operations running 2 s past their due end (on the real clock),
+/// and aborts the process, after printing what is in flight, if the round runs past its
+/// limit.
 fn watchdog() {
     loop {
         std::thread::sleep(Duration::from_millis(100));

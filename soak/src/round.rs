@@ -249,7 +249,6 @@ impl Round {
         slot.slow_reported.store(false, Relaxed);
         // Last, and released: the watchdog reads `op` first, then the times.
         slot.op.store(op as u32, Release);
-        self.counts.ops.fetch_add(1, Relaxed);
     }
 
     pub(crate) fn end(&self, slot: usize) {

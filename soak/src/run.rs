@@ -386,7 +386,7 @@ async fn move_clock(round: &Round, advances: Vec<Duration>, done: &AtomicBool, s
 /// a yield, each holding an `Rc`; then awaits them.
 async fn with_local_tasks<F: Future>(round: &Arc<Round>, seed: u64, wait: F) -> F::Output {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let tasks: Vec<_> = (0..rng.random_range(1..20))
+    let tasks: Vec<_> = (0..rng.random_range(1..=20))
         .map(|k| {
             let not_send = Rc::new(k);
             let d = draw_micros(&mut rng, 10_000);
@@ -473,7 +473,7 @@ async fn check_end(round: &Round, metrics: bool) {
 /// Leaves up to 50 tasks with timers pending for the shutdown, and a registered sleep to a
 /// thread that drops it once the runtime is gone.
 async fn leave_tasks_behind(round: &Arc<Round>, rng: &mut SmallRng) {
-    for _ in 0..rng.random_range(1..50) {
+    for _ in 0..rng.random_range(1..=50) {
         drop(spawn_checked(round, lingering(rng.random())));
     }
     let mut sleep = Box::pin(time::sleep(HOUR));

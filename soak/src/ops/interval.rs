@@ -24,7 +24,7 @@ struct Schedule {
     period: Duration,
     /// The exact instant of the next tick, where it is known.
     expected: Option<Instant>,
-    /// The last tick returned, unless a reset came after it.
+    /// The last tick returned (not compared with the next one after a reset).
     previous: Option<Instant>,
     /// Where `Burst` and `Skip` count their periods from.
     start: Instant,

@@ -21,6 +21,7 @@ mod timers;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant as StdInstant};
@@ -196,6 +197,7 @@ pub(crate) fn run(
 ) -> BoxFuture {
     Box::pin(async move {
         let op = Op::draw(&round, &mut rng, depth);
+        round.counts.ops.fetch_add(1, Relaxed);
         let mut cx = Ctx {
             round,
             rng,

@@ -185,7 +185,7 @@ pub(super) async fn spawn_blocking(cx: &mut Ctx) {
 /// A `JoinSet` of up to 40 sleeping tasks, some aborted and some panicking: each reports
 /// once, with the outcome it should have.
 pub(super) async fn join_set(cx: &mut Ctx) {
-    let n = cx.rng.random_range(2..40);
+    let n = cx.rng.random_range(2..=40);
     cx.begin(60 * MS);
     let mut set = JoinSet::new();
     let mut aborted = Vec::new();

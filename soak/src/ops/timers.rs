@@ -251,7 +251,7 @@ pub(super) async fn select(cx: &mut Ctx) {
 
 /// Up to 80 sleeps in one task (more than a batch of wakers), equal or spread.
 pub(super) async fn many(cx: &mut Ctx) {
-    let n = cx.rng.random_range(10..80);
+    let n = cx.rng.random_range(10..=80);
     let base = cx.micros(10_000);
     cx.begin(base + 10 * MS);
     let start = cx.now();
