@@ -1,5 +1,5 @@
-//! An interval's ticks under each missed-tick behaviour, between stalls, sleeps, resets and
-//! ticks dropped unfinished.
+//! An interval's ticks (from `tick`, or from the interval as a `Stream`) under each missed-tick
+//! behaviour, between stalls, sleeps, resets and ticks dropped unfinished.
 //!
 //! Every tick returns an instant not after it completes, at least a period after the one
 //! before; `Burst` and `Skip` keep to the schedule (a whole number of periods after the start
@@ -13,6 +13,7 @@ use std::task::Poll;
 use std::time::Duration;
 
 use escapement::time::{self, Instant, Interval, MissedTickBehavior};
+use futures::StreamExt;
 use rand::Rng;
 
 use super::{Ctx, MS};
@@ -65,9 +66,18 @@ pub(super) async fn ticks(cx: &mut Ctx) {
         start,
         reset: false,
     };
+    // The ticks come from `tick`, or from the interval as a `Stream`.
+    let stream = cx.rng.random_bool(0.3);
     for k in 0..ticks {
         let before = cx.now();
-        let tick = interval.tick().await;
+        let tick = if stream {
+            interval
+                .next()
+                .await
+                .expect("an interval's stream never ends")
+        } else {
+            interval.tick().await
+        };
         let now = cx.now();
         if k == 0 && schedule.expected.is_none() {
             if tick < created || tick > now {
