@@ -19,15 +19,15 @@ pub(crate) use imp::*;
 /// initializer.
 #[cfg(not(loom))]
 macro_rules! thread_local_const {
-    ($(#[$attr:meta])* static $name:ident: $t:ty = $init:expr;) => {
-        std::thread_local! { $(#[$attr])* static $name: $t = const { $init }; }
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = $init:expr;) => {
+        std::thread_local! { $(#[$attr])* $vis static $name: $t = const { $init }; }
     };
 }
 
 #[cfg(loom)]
 macro_rules! thread_local_const {
-    ($(#[$attr:meta])* static $name:ident: $t:ty = $init:expr;) => {
-        loom::thread_local! { $(#[$attr])* static $name: $t = $init; }
+    ($(#[$attr:meta])* $vis:vis static $name:ident: $t:ty = $init:expr;) => {
+        loom::thread_local! { $(#[$attr])* $vis static $name: $t = $init; }
     };
 }
 
