@@ -53,10 +53,10 @@ pub(crate) struct Shared {
     /// `on_thread_unpark`).
     pub(crate) hooks: ThreadHooks,
     /// How many turns a worker takes between two looks at the injector before its own
-    /// queue (`worker.rs`).
+    /// queue (`worker/tune.rs`).
     pub(crate) global_queue_interval: QueueInterval,
     /// Every this many turns a worker queues the tasks it held back after a yield again, and a
-    /// current-thread runtime looks at its `block_on` future (`worker.rs`, `current.rs`).
+    /// current-thread runtime looks at its `block_on` future (`worker/held.rs`, `current.rs`).
     pub(crate) event_interval: u32,
     /// Tasks spawned so far (for metrics and tests).
     pub(crate) spawned: AtomicUsize,
@@ -80,7 +80,7 @@ pub(crate) struct Intervals {
 pub(crate) struct Remote {
     pub(crate) stealer: Stealer<Notified<Handle>>,
     /// The tasks it holds back after they yielded, which others take only when they find
-    /// nothing else (`worker.rs`).
+    /// nothing else (`worker/held.rs`).
     pub(crate) held: Stealer<Notified<Handle>>,
     /// The task it runs next, woken by the task it polls (`worker.rs`); others take it only
     /// when they find nothing in the queues nor in the injector.

@@ -2,7 +2,7 @@
 //! around a `VecDeque` with the same API.
 //!
 //! Each worker owns a FIFO [`Local`] queue that others steal from through [`Stealer`]s, and a
-//! LIFO one for the tasks it holds back after they yielded (`worker.rs`); tasks scheduled
+//! LIFO one for the tasks it holds back after they yielded (`worker/held.rs`); tasks scheduled
 //! from outside the workers go to the shared [`Injector`]. `crossbeam-deque` is a
 //! well-kept crate with its own tests, so the loom models check the scheduler's protocols
 //! over a simpler queue rather than the deque's internals.

@@ -206,7 +206,7 @@ impl Worker {
             }
             if let Some(task) = task.or_else(|| self.steal()) {
                 if self.run_task(task) == Role::HandedOff {
-                    // Active until now, as the closure ran here (step 5 of `worker/hand_off.rs`).
+                    // Step 5 of `worker/hand_off.rs`: active until now, as the closure ran here.
                     driver.deactivate();
                     break;
                 }

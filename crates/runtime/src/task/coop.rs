@@ -63,7 +63,7 @@ thread_local_const! {
     /// Set when the poll running on this thread woke its own task to yield
     /// ([`yield_now`](crate::task::yield_now), `time::advance`, or a spent budget): the
     /// worker then holds the task back until it has run the other tasks that are ready, as
-    /// tokio, which defers such wakes, does (`scheduler/worker.rs`).
+    /// tokio, which defers such wakes, does (`scheduler/worker/held.rs`).
     static YIELDED: Cell<bool> = Cell::new(false);
 }
 
