@@ -164,9 +164,9 @@ impl Parker {
     /// sleeps only until that timer and then fires what is overdue in each shard whose lock
     /// is free: it stands in for worker 0. Worker 0 with an unpark on its way counts as not
     /// parked: it is about to run whatever woke it, which may be that long poll. One such
-    /// thread at a time, the watch, sleeps at most
-    /// [`STAND_IN_WATCH`](crate::time::driver::STAND_IN_WATCH) even with no timer pending or
-    /// a later one, so that a timer registered after it went to sleep is not missed.
+    /// thread at a time, the watch, sleeps at most `STAND_IN_WATCH` (`time/driver/idle.rs`)
+    /// even with no timer pending or a later one, so that a timer registered after it went to
+    /// sleep is not missed.
     ///
     /// If the wheel is overdue already and the thread fires nothing (the locks are held:
     /// typically worker 0 working through a backlog, or a worker registering), it sleeps
