@@ -25,9 +25,10 @@
 //! Worker 0 also fires due timers at the top of every turn, which costs a relaxed load per
 //! shard when no timer is pending, and otherwise a clock reading every turn, or every few while
 //! its turns are short beside the time left before the next deadline (`time/driver/fire.rs`).
-//! With nothing to run, a worker sleeps by the protocol of `idle.rs`: worker 0 on the timer
-//! driver's poll, with its next expiry as the timeout, the others on a condvar parker. A worker
-//! runs the builder's park callback before it parks and its unpark callback after.
+//! With nothing to run, a worker sleeps by the protocol of `scheduler/idle.rs`: worker 0 on
+//! the timer driver's poll, with its next expiry as the timeout, the others on a condvar
+//! parker. A worker runs the builder's park callback before it parks and its unpark callback
+//! after.
 //!
 //! Worker 0 can be stuck in a long poll (a task that blocks its thread), and then no timer
 //! of the runtime would fire. So the other workers stand in: every
@@ -206,7 +207,7 @@ impl Worker {
             }
             if let Some(task) = task.or_else(|| self.steal()) {
                 if self.run_task(task) == Role::HandedOff {
-                    // Step 5 of `worker/hand_off.rs`: active until now, as the closure ran here.
+                    // Active until now, as the closure ran here (`hand_off.rs`, step 5).
                     driver.deactivate();
                     break;
                 }

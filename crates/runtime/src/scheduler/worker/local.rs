@@ -59,7 +59,7 @@ pub(super) struct WorkerLocal {
     pub(super) held: Option<Local<Task>>,
     /// Whether a task woken by the task this worker polls goes to its LIFO slot: on a
     /// multi-threaded runtime (a current-thread one keeps FIFO order, as tokio's does).
-    pub(super) lifo: bool,
+    lifo: bool,
     /// Taken out while the worker parks; `None` too once handed off.
     pub(super) park: Option<Park>,
     /// In the closure of `block_in_place`, after handing the core off.
@@ -67,7 +67,7 @@ pub(super) struct WorkerLocal {
     /// The worker this thread was when it became this one, until it stops being this one: a
     /// current-thread runtime's `block_on` in the closure of another runtime's
     /// `block_in_place` (boxed, as that is rare).
-    pub(super) outer: Option<Box<WorkerLocal>>,
+    outer: Option<Box<WorkerLocal>>,
     /// Since when the worker has been busy on this thread (it unparked, started, or came
     /// here), while it is; `None` if the runtime counts no metrics. Kept with the worker's
     /// state on its thread, so that the thread that has the core, and only that one, counts

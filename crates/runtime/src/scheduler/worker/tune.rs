@@ -29,7 +29,7 @@ const TURN_WEIGHT: f64 = 0.1;
 pub(crate) enum QueueInterval {
     /// Always this many: the builder's, or a current-thread runtime's.
     Fixed(u32),
-    /// Tuned by each worker to its turns' length (the note of `worker.rs`).
+    /// Tuned by each worker to its turns' length (the module's note).
     Tuned,
 }
 
