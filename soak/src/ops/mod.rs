@@ -10,7 +10,8 @@
 //! - `timeout`: timeouts around a sleep and around other futures;
 //! - `interval`: ticks under each missed-tick behaviour, stalls, resets, dropped ticks;
 //! - `tasks`: timers moved between tasks and threads, aborts, yields, `block_in_place`,
-//!   `spawn_blocking`, `JoinSet`, nested and detached spawns, panics;
+//!   `spawn_blocking`, `JoinSet`, a `LocalSet` on a blocking thread, nested and detached
+//!   spawns, panics;
 //! - `outside`: timers on threads outside the runtime, and a second runtime's timers.
 
 mod interval;
@@ -60,6 +61,7 @@ pub(crate) enum Op {
     BlockInPlace,
     SpawnBlocking,
     JoinSet,
+    LocalSet,
     Nested,
     Panic,
     OrderPair,
@@ -72,7 +74,7 @@ pub(crate) enum Op {
 
 impl Op {
     /// Every kind, in declaration order: `Op::ALL[op as usize] == op`.
-    pub(crate) const ALL: [Op; 25] = [
+    pub(crate) const ALL: [Op; 26] = [
         Op::Sleep,
         Op::PastDeadline,
         Op::ResetEarlier,
@@ -90,6 +92,7 @@ impl Op {
         Op::BlockInPlace,
         Op::SpawnBlocking,
         Op::JoinSet,
+        Op::LocalSet,
         Op::Nested,
         Op::Panic,
         Op::OrderPair,
@@ -109,6 +112,7 @@ impl Op {
                 | Op::BlockInPlace
                 | Op::SpawnBlocking
                 | Op::JoinSet
+                | Op::LocalSet
                 | Op::Nested
                 | Op::Panic
                 | Op::OutsideThread
@@ -130,6 +134,8 @@ impl Op {
         let unfit = match op {
             Op::OtherRuntime => round.other.lock().unwrap().is_none(),
             Op::BlockInPlace => !round.multi,
+            // `Handle::block_on` on a blocking thread, as outside threads do it.
+            Op::LocalSet => round.starts_paused(),
             // Bounds the tree of tasks an operation spawns.
             Op::CrossTask | Op::Abort | Op::JoinSet | Op::Nested => depth > 2,
             _ => false,
@@ -226,6 +232,7 @@ pub(crate) fn run(
             Op::BlockInPlace => tasks::block_in_place(&mut cx).await,
             Op::SpawnBlocking => tasks::spawn_blocking(&mut cx).await,
             Op::JoinSet => tasks::join_set(&mut cx).await,
+            Op::LocalSet => tasks::local_set(&mut cx).await,
             Op::Nested => tasks::nested(&mut cx).await,
             Op::Panic => tasks::panic(&mut cx).await,
             Op::OutsideThread => outside::thread(&mut cx).await,

@@ -1,13 +1,14 @@
 //! Timers across tasks and threads, and the task API around them: aborts, yields, blocking
-//! sections, `JoinSet`, nested and detached spawns, panics.
+//! sections, `JoinSet`, `LocalSet`, nested and detached spawns, panics.
 
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
-use escapement::task::{self, JoinSet};
+use escapement::task::{self, JoinSet, LocalSet};
 use escapement::time::{self, Sleep};
 use escapement::Handle;
 use futures::channel::oneshot;
@@ -15,7 +16,7 @@ use rand::Rng;
 
 use super::{intended_panic, poll_once, run, Ctx, HOUR, MS};
 use crate::checked::{checked, spawn_checked, Detached};
-use crate::round::fail;
+use crate::round::{fail, Round};
 
 /// A registered sleep sent to another task, which awaits it or drops it.
 pub(super) async fn cross_task(cx: &mut Ctx) {
@@ -240,6 +241,83 @@ pub(super) async fn join_set(cx: &mut Ctx) {
     }
     if reported != n {
         fail!(cx.round, "a JoinSet of {n} tasks reported {reported}");
+    }
+}
+
+/// A local task's plan: its sleep, whether it is aborted, and how many times it yields first.
+type LocalPlan = (Duration, bool, u32);
+
+/// A `LocalSet` on a blocking thread (`spawn_blocking`, then `Handle::block_on` of its
+/// `run_until`), with up to 20 local tasks that hold an `Rc`, yield and sleep, a fifth of them
+/// aborted: each gives its index or, aborted, is cancelled unless it finished first. A fifth
+/// of the time `run_until` returns with the tasks still pending, some with timers registered,
+/// and the set's drop must drop every task's future, there and then.
+pub(super) async fn local_set(cx: &mut Ctx) {
+    let plan: Vec<LocalPlan> = (0..cx.rng.random_range(1..=20))
+        .map(|_| {
+            let d = cx.micros(10_000);
+            (d, cx.rng.random_bool(0.2), cx.rng.random_range(0..3))
+        })
+        .collect();
+    let leave = cx.rng.random_bool(0.2);
+    cx.begin(100 * MS);
+    let round = cx.round.clone();
+    let handle = Handle::current();
+    let closure = task::spawn_blocking(move || {
+        let set = LocalSet::new();
+        let alive = Rc::new(());
+        handle.block_on(set.run_until(local_tasks(&round, &plan, &alive, leave)));
+        drop(set);
+        let left = Rc::strong_count(&alive) - 1;
+        if left != 0 {
+            fail!(
+                round,
+                "{left} local task futures outlived their LocalSet's drop"
+            );
+        }
+    });
+    if let Err(e) = closure.await {
+        fail!(cx.round, "the LocalSet's blocking closure failed: {e:?}");
+    }
+}
+
+/// The body of [`local_set`]'s `run_until`: spawns the local tasks, aborts those the plan
+/// says, and awaits them all unless it `leave`s them pending.
+async fn local_tasks(round: &Arc<Round>, plan: &[LocalPlan], alive: &Rc<()>, leave: bool) {
+    let handles: Vec<_> = plan
+        .iter()
+        .enumerate()
+        .map(|(i, &(d, _, yields))| {
+            let alive = alive.clone();
+            let task_round = round.clone();
+            task::spawn_local(checked(round, async move {
+                let _alive = alive;
+                for _ in 0..yields {
+                    task::yield_now().await;
+                }
+                let start = task_round.now();
+                time::sleep(d).await;
+                let now = task_round.now();
+                task_round.check_not_early("a sleep in a LocalSet's task", start + d, now);
+                i
+            }))
+        })
+        .collect();
+    task::yield_now().await;
+    for (handle, &(_, abort, _)) in handles.iter().zip(plan) {
+        if abort {
+            handle.abort();
+        }
+    }
+    if leave {
+        return;
+    }
+    for (i, (handle, &(_, abort, _))) in handles.into_iter().zip(plan).enumerate() {
+        match handle.await {
+            Ok(got) if got == i => {}
+            Err(e) if abort && e.is_cancelled() => {}
+            other => fail!(round, "local task {i} gave {other:?} (aborted: {abort})"),
+        }
     }
 }
 
