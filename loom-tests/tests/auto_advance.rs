@@ -213,3 +213,53 @@ fn a_due_timer_fires_while_auto_advance_is_held_back_and_the_wheel_lags() {
         driver.deactivate();
     });
 }
+
+/// The whole runtime with one worker on a paused clock: a task awaits a sleep of 1 ms (and
+/// holds one of 3 ms, so the clock has somewhere to go after it) while a plain thread, which
+/// the runtime does not count, wakes the task. Whatever the order, the task must see its
+/// sleep complete at 1 ms. If the thread marks the idle task woken and is held up before it
+/// queues it, worker 0 fires the sleep (whose wake finds the task marked and adds nothing),
+/// finds no work, and must not move the clock to 3 ms: the waking thread holds it until the
+/// task is queued.
+#[test]
+fn a_task_woken_from_outside_sees_its_sleep_complete_on_time() {
+    let mut model = loom::model::Builder::new();
+    // The whole runtime: bounded as the other whole-runtime models are.
+    model.preemption_bound = Some(2);
+    model.check(|| {
+        use std::future::Future;
+
+        use escapement::time::{sleep, Duration, Instant};
+
+        let runtime = escapement::Builder::new()
+            .worker_threads(1)
+            .start_paused(true)
+            .build()
+            .unwrap();
+        let waited = runtime.block_on(async {
+            escapement::spawn(async {
+                let start = Instant::now();
+                let mut due = std::pin::pin!(sleep(Duration::from_millis(1)));
+                let mut later = std::pin::pin!(sleep(Duration::from_millis(3)));
+                let mut outside = None;
+                std::future::poll_fn(|cx| {
+                    let waker = cx.waker().clone();
+                    outside.get_or_insert_with(|| thread::spawn(move || waker.wake()));
+                    let _ = later.as_mut().poll(cx);
+                    due.as_mut().poll(cx)
+                })
+                .await;
+                let waited = start.elapsed();
+                outside.take().unwrap().join().unwrap();
+                waited
+            })
+            .await
+            .unwrap()
+        });
+        assert_eq!(
+            waited,
+            Duration::from_millis(1),
+            "the clock moved past the sleep before its task ran"
+        );
+    });
+}

@@ -17,10 +17,16 @@
 //! - a parking thread sets `PARKED` first, then decrements;
 //! - an unparker increments first, then swaps in `NOTIFIED`; if the thread was not `PARKED`
 //!   (it never slept, or someone else woke it), the unparker takes its increment back;
-//! - a thread that wakes without being unparked (a timeout, a nudge) increments for itself.
+//! - a thread that wakes without being unparked (a timeout, a nudge) increments for itself;
+//! - a thread that wakes a task, if it may not be counted (not one of the runtime's workers,
+//!   nor the thread driving a local task's set), increments before it marks the task woken
+//!   and decrements once the task is queued and whoever runs it unparked
+//!   (`Driver::hold_clock`, from the task's waker). A task marked woken is in no queue until
+//!   then, and a wake of its own timer adds nothing, so the clock must not move meanwhile.
+//!   Only on a clock that was ever paused: no other auto-advances.
 //!
-//! So a thread being woken is counted active before the wake, and a wake only ever comes
-//! from an active thread or from outside the runtime.
+//! So a thread being woken is counted active before the wake, and so is a task being
+//! queued.
 
 use std::fmt;
 use std::task::{RawWaker, RawWakerVTable, Waker};

@@ -25,7 +25,7 @@ use crate::runtime::thread_hooks::ThreadHooks;
 use crate::runtime::{Handle, Id as RuntimeId};
 use crate::task::list::OwnedTasks;
 use crate::task::{BlockingJob, BlockingPool, Notified, Schedule, Slot, Task};
-use crate::time::driver::Driver;
+use crate::time::driver::{ClockHold, Driver};
 
 pub(crate) use current::CoreSlot;
 pub(crate) use idle::{Idle, WorkSeen};
@@ -294,6 +294,11 @@ impl Schedule for Handle {
 
     fn release(&self, task: &Task<Handle>) -> Option<Task<Handle>> {
         self.shared.owned.remove(task)
+    }
+
+    fn hold_clock(&self) -> Option<ClockHold> {
+        // A worker that runs with its core is active: it would only count itself twice.
+        Driver::hold_clock(&self.shared.driver, || worker::runs_worker_of(&self.shared))
     }
 }
 

@@ -70,7 +70,7 @@ pub(crate) use held::defer_yielded;
 pub(crate) use local::{
     current_index, install, is_current_thread_worker, is_in_handed_off_closure,
     is_nonblocking_worker_thread, is_worker_of, mark_started_as, polls_a_task_on, push_local,
-    started_as_worker_of, uninstall, Installed, LiveWorker,
+    runs_worker_of, started_as_worker_of, uninstall, Installed, LiveWorker,
 };
 pub(crate) use tune::{QueueInterval, DEFAULT_GLOBAL_QUEUE_INTERVAL};
 

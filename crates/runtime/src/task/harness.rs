@@ -14,6 +14,7 @@ use super::error::JoinError;
 use super::raw::{Cell, Header, Stage, Vtable};
 use super::state::{ToIdle, ToRunning};
 use super::{waker, Notified, Schedule, Task};
+use crate::time::driver::ClockHold;
 
 /// Typed access to one task cell.
 pub(crate) struct Harness<F: Future, S> {
@@ -34,6 +35,7 @@ where
         try_read_output: Self::try_read_output_raw,
         drop_join_handle: Self::drop_join_handle_raw,
         shutdown: Self::shutdown_raw,
+        hold_clock: Self::hold_clock_raw,
     };
 
     /// # Safety
@@ -64,6 +66,17 @@ where
     unsafe fn poll_raw(header: NonNull<Header>) {
         // SAFETY: the caller's contract.
         unsafe { Self::from_header(header) }.poll();
+    }
+
+    /// # Safety
+    ///
+    /// `header` is the header of a live `Cell<F, S>`.
+    unsafe fn hold_clock_raw(header: NonNull<Header>) -> Option<ClockHold> {
+        // SAFETY: the caller's contract.
+        unsafe { Self::from_header(header) }
+            .cell()
+            .scheduler
+            .hold_clock()
     }
 
     /// # Safety

@@ -12,7 +12,7 @@ use super::abort::AbortHandle;
 use super::coop;
 use super::error::JoinError;
 use super::id::Id;
-use super::raw::Header;
+use super::raw::{self, Header};
 
 /// An owned permission to await a spawned task's output.
 ///
@@ -122,6 +122,9 @@ impl<T> JoinHandle<T> {
 pub(crate) unsafe fn abort(header: NonNull<Header>) {
     // SAFETY: the caller keeps the task alive.
     let task = unsafe { header.as_ref() };
+    // Held until the task is queued, as a wake holds it (`task/waker.rs`).
+    // SAFETY: as above.
+    let _hold = unsafe { raw::hold_clock(header) };
     if task.state.transition_to_notified_and_cancel() {
         // SAFETY: the transition took a reference for the `Notified`.
         unsafe { (task.vtable.schedule)(header) };

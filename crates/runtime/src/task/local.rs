@@ -59,8 +59,10 @@ use super::coop;
 use super::list::OwnedTasks;
 use super::{Notified, Schedule, Task};
 use crate::loom::{thread_local_const, Arc, Mutex};
-use crate::runtime::Id;
+use crate::runtime::{context, Id};
 use crate::sync::AtomicWaker;
+use crate::time::clock;
+use crate::time::driver::{ClockHold, Driver};
 use crate::{JoinHandle, Runtime};
 
 /// Tasks a set runs in one poll before it lets its caller run again. A task that yields
@@ -150,6 +152,10 @@ struct Shared {
     owned: OwnedTasks<Scheduler>,
     /// The waker of whoever drives the set, woken when a task is scheduled.
     driver: AtomicWaker,
+    /// The timer driver of the runtime the set was last driven in, recorded only once a clock
+    /// of the process was paused: a wake from another thread holds its clock
+    /// (`Scheduler::hold_clock`).
+    clock: Mutex<Option<Arc<Driver>>>,
 }
 
 /// A set's run queue.
@@ -196,6 +202,15 @@ impl Schedule for Scheduler {
 
     fn release(&self, task: &Task<Self>) -> Option<Task<Self>> {
         self.0.owned.remove(task)
+    }
+
+    fn hold_clock(&self) -> Option<ClockHold> {
+        // The thread driving the set is counted by its runtime while it runs.
+        if DRIVING.with(Cell::get) == Arc::as_ptr(&self.0) {
+            return None;
+        }
+        let driver = self.0.clock.lock().clone()?;
+        Driver::hold_clock(&driver, || false)
     }
 }
 
@@ -307,6 +322,7 @@ impl LocalSet {
                 }),
                 owned: OwnedTasks::new(1),
                 driver: AtomicWaker::new(),
+                clock: Mutex::new(None),
             }),
             id: Id::next(),
             running: Cell::new(false),
@@ -389,7 +405,25 @@ impl LocalSet {
     /// Runs `f`, a turn of the caller driving the set that ends with its look at the queue
     /// (`run_ready`), with the set marked as driven by this thread.
     fn driving<R>(&self, f: impl FnOnce() -> R) -> R {
+        if clock::any_ever_paused() {
+            self.note_clock();
+        }
         crate::util::with_local(&DRIVING, Arc::as_ptr(&self.shared), f)
+    }
+
+    /// Records the timer driver of the runtime this thread is in, if it is in one, for the
+    /// wakes from other threads to hold (`Scheduler::hold_clock`).
+    fn note_clock(&self) {
+        let Some(driver) = context::with_handle(|handle| handle.driver_arc()) else {
+            return;
+        };
+        let mut clock = self.shared.clock.lock();
+        if clock
+            .as_ref()
+            .is_none_or(|noted| !Arc::ptr_eq(noted, &driver))
+        {
+            *clock = Some(driver);
+        }
     }
 
     /// Panics if called from inside one of the set's tasks: the set would be driven by two

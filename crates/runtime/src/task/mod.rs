@@ -56,6 +56,7 @@ pub mod futures {
     pub use super::task_local::TaskLocalFuture;
 }
 
+use crate::time::driver::ClockHold;
 use raw::{Cell, Header};
 
 /// What a task needs of the scheduler that owns it.
@@ -81,6 +82,14 @@ pub(crate) trait Schedule: Send + Sync + Sized + 'static {
     /// Takes a completed task out of the owned list; returns the list's reference if the list
     /// still held it.
     fn release(&self, task: &Task<Self>) -> Option<Task<Self>>;
+
+    /// Asked by a wake or an abort of one of the tasks, in a process where a clock was ever
+    /// paused, before it marks the task: the hold that keeps the runtime's paused clock from
+    /// moving until the task is queued (`Driver::hold_clock`), if the calling thread needs
+    /// one. By default none: the scheduler's tasks do not wait on a paused clock.
+    fn hold_clock(&self) -> Option<ClockHold> {
+        None
+    }
 }
 
 /// One owned reference to a task.

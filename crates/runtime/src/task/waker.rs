@@ -1,9 +1,14 @@
 //! The `Waker` of a task: a pointer to its header and a reference.
+//!
+//! A wake marks the task woken, then queues it if it was idle. On a paused clock a thread
+//! that the runtime does not count active (outside it) first takes a hold on the clock,
+//! which keeps worker 0 from moving the clock until the task is queued and its worker
+//! unparked (`Driver::hold_clock` says why); an abort does the same (`join.rs`).
 
 use std::ptr::NonNull;
 use std::task::{RawWaker, RawWakerVTable, Waker};
 
-use super::raw::Header;
+use super::raw::{self, Header};
 use super::state::ToNotified;
 
 static VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake_by_ref, drop_waker);
@@ -53,6 +58,9 @@ unsafe fn clone(ptr: *const ()) -> RawWaker {
 unsafe fn wake(ptr: *const ()) {
     // SAFETY: called on a live waker, whose reference this consumes.
     let (header_ref, header_ptr) = unsafe { (header(ptr), header_ptr(ptr)) };
+    // Held until the task is queued; see the module's note.
+    // SAFETY: the waker's reference keeps the task alive.
+    let _hold = unsafe { raw::hold_clock(header_ptr) };
     match header_ref.state.transition_to_notified_by_val() {
         ToNotified::Submit => {
             // SAFETY: the transition took a reference for the `Notified`.
@@ -71,6 +79,8 @@ unsafe fn wake(ptr: *const ()) {
 unsafe fn wake_by_ref(ptr: *const ()) {
     // SAFETY: called on a live waker.
     let header_ref = unsafe { header(ptr) };
+    // SAFETY: as above; `ptr` came from `from_header`.
+    let _hold = unsafe { raw::hold_clock(header_ptr(ptr)) };
     if header_ref.state.transition_to_notified_by_ref() == ToNotified::Submit {
         // SAFETY: the transition took a reference for the `Notified`; `ptr` came from
         // `from_header`.

@@ -8,14 +8,32 @@
 //! it was resumed (none while paused); `advance` moves `base`.
 
 use std::fmt;
+use std::sync::atomic as std_atomic;
 use std::time::Duration;
 
 use crate::loom::{AtomicBool, Mutex, Ordering};
 use crate::time::Instant;
 
+/// Set when a clock of this process is first paused: until then no wake of a task needs to
+/// ask whether it must hold its runtime's clock (`Driver::hold_clock`), and a wake pays one
+/// relaxed load of this flag for the question. A plain atomic even under loom, as
+/// `Clock::wakes_hold` is.
+static ANY_EVER_PAUSED: std_atomic::AtomicBool = std_atomic::AtomicBool::new(false);
+
+/// Whether a clock of this process was ever paused.
+#[inline]
+pub(crate) fn any_ever_paused() -> bool {
+    ANY_EVER_PAUSED.load(std_atomic::Ordering::Relaxed)
+}
+
 pub(crate) struct Clock {
     /// Set the first time the clock is paused; until then `now` is the system clock.
     ever_paused: AtomicBool,
+    /// `ever_paused` again, read by a wake of a task to know whether it must hold the clock
+    /// (`Driver::hold_clock`). Set before the clock first pauses and never cleared, so it
+    /// orders nothing; a plain atomic even under loom, so that the question adds no step to
+    /// the wakes of the models whose clock never pauses.
+    wakes_hold: std_atomic::AtomicBool,
     inner: Mutex<Inner>,
     /// The instant of tick zero and the tick's length: `pause` freezes on a tick boundary.
     origin: std::time::Instant,
@@ -39,8 +57,12 @@ pub(crate) enum ClockError {
 impl Clock {
     /// A clock reading the system time, or frozen at `origin` when `paused`.
     pub(crate) fn new(origin: std::time::Instant, tick: Duration, paused: bool) -> Clock {
+        if paused {
+            ANY_EVER_PAUSED.store(true, std_atomic::Ordering::Relaxed);
+        }
         Clock {
             ever_paused: AtomicBool::new(paused),
+            wakes_hold: std_atomic::AtomicBool::new(paused),
             inner: Mutex::new(Inner {
                 base: origin,
                 running_since: (!paused).then_some(origin),
@@ -72,6 +94,12 @@ impl Clock {
         self.ever_paused.load(Ordering::Relaxed)
     }
 
+    /// Whether a wake from a thread the runtime does not count active must hold the clock:
+    /// whether it was ever paused.
+    pub(crate) fn wakes_hold(&self) -> bool {
+        self.wakes_hold.load(std_atomic::Ordering::Relaxed)
+    }
+
     pub(crate) fn is_paused(&self) -> bool {
         self.ever_paused.load(Ordering::Relaxed) && self.inner.lock().running_since.is_none()
     }
@@ -87,6 +115,8 @@ impl Clock {
         // system clock before this reading (see `now`); `SeqCst` keeps the store from
         // waiting in this thread's store buffer past it. Readers that see it take the lock
         // and wait for the pause to finish.
+        ANY_EVER_PAUSED.store(true, std_atomic::Ordering::Relaxed);
+        self.wakes_hold.store(true, std_atomic::Ordering::Relaxed);
         self.ever_paused.store(true, Ordering::SeqCst);
         let now = inner.now();
         inner.base = self.round_up_to_tick(now);

@@ -106,7 +106,7 @@ mod fire;
 mod idle;
 
 pub(crate) use fire::ClockPace;
-pub(crate) use idle::STAND_IN_GRACE;
+pub(crate) use idle::{ClockHold, STAND_IN_GRACE};
 
 /// The entry's owner may free it without the lock: the driver is done with it.
 pub(crate) const FIRED: u64 = u64::MAX;

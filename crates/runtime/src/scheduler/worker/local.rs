@@ -108,6 +108,17 @@ pub(crate) fn push_local(shared: &Shared, task: Task, may_run_next: bool) -> Res
     }
 }
 
+/// Whether this thread runs, with its core, a worker of the runtime `shared` belongs to.
+pub(crate) fn runs_worker_of(shared: &Shared) -> bool {
+    LOCAL
+        .try_with(|local| {
+            local.borrow().as_ref().is_some_and(|local| {
+                local.queue.is_some() && std::ptr::eq(&*local.handle.shared, shared)
+            })
+        })
+        .unwrap_or(false)
+}
+
 /// Whether this thread, as a worker of `shared`'s runtime, is in the closure of a
 /// `block_in_place` that handed the worker to another thread: its entry for that runtime,
 /// on top or under another runtime's (a current-thread `block_on` in the closure), is in a

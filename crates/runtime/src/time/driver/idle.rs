@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use super::{Driver, AWAKE, NEVER};
-use crate::loom::{AtomicBool, Ordering};
+use crate::loom::{Arc, AtomicBool, Ordering};
 use crate::time::park::Wakeup;
 
 /// In the driver's count of active threads: worker 0, the only active thread, is moving a
@@ -50,7 +50,47 @@ impl Drop for Watch<'_> {
     }
 }
 
+/// A thread waking a task of the runtime, counted active until the task is queued and its
+/// worker unparked (see [`Driver::hold_clock`]).
+pub(crate) struct ClockHold(Arc<Driver>);
+
+impl Drop for ClockHold {
+    fn drop(&mut self) {
+        self.0.deactivate();
+    }
+}
+
 impl Driver {
+    /// For a wake of a task of the runtime, before it marks the task woken: counts the
+    /// waking thread active until the hold drops, once the task is queued, unless the clock
+    /// was never paused or the thread is counted already (`counted`, asked only if it was).
+    ///
+    /// A thread the count does not hold (outside the runtime) would otherwise be invisible
+    /// between marking the task and queueing it. If the task's own timer fired then, its wake
+    /// would find the task marked and add nothing, and worker 0, finding no work and itself
+    /// the only active thread, would move a paused clock past that timer before the task ran.
+    ///
+    /// The hold is taken before the mark, and [`Driver::activate`] waits while worker 0 moves
+    /// the clock. That wait cannot deadlock: worker 0 takes the shards' locks then, and no
+    /// wake happens under one (a firing collects the wakers under the lock and wakes them
+    /// after it). Nor can a thread holding the clock wait for a thread that waits for it: it
+    /// only queues the task and unparks.
+    ///
+    /// One gap is left: a wake that read the clock as never paused, just as it is first
+    /// paused, takes no hold. The clock then moves past the task's timer only if, in the few
+    /// instructions between that read and the queueing, the pause, the runtime going idle, an
+    /// auto-advance that fires the timer, and a second one all happen.
+    pub(crate) fn hold_clock(
+        driver: &Arc<Driver>,
+        counted: impl FnOnce() -> bool,
+    ) -> Option<ClockHold> {
+        if !driver.clock.wakes_hold() || counted() {
+            return None;
+        }
+        driver.activate();
+        Some(ClockHold(driver.clone()))
+    }
+
     /// Worker 0 is about to park: records the tick it will sleep toward and returns it with
     /// the time until then (`None`: no timeout). A zero wait means something is due already.
     pub(crate) fn prepare_park(&self) -> Option<Wakeup> {
