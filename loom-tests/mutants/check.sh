@@ -109,6 +109,7 @@ models=(
     "95-reset-reads-fired-relaxed timer_repoll a_timer_disarmed_by_a_tick_is_freed_after_the_fires_last_access"
     "96-injector-push-reads-the-shutdown-unfenced runtime a_spawn_from_outside_racing_the_shutdown_leaves_nothing_in_the_injector"
     "97-work-left-to-searchers-unfenced scheduler_idle a_searcher_that_goes_to_sleep_sees_the_work_left_to_it"
+    "98-wake-holds-the-clock-only-to-queue auto_advance a_task_woken_from_outside_sees_its_sleep_complete_on_time"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

@@ -7,7 +7,9 @@
 //! the wheel, or racing another `advance`: the advance completes only once that timer's waker
 //! was woken. And with auto-advance held back (a blocking closure runs), a timer registered
 //! already due on a clock that ran ahead of the wheel still fires: worker 0 catches the wheel
-//! up before it blocks.
+//! up before it blocks. And the whole runtime with one worker, whose task awaits a sleep while
+//! a plain thread wakes it: the clock must not move past the sleep between the thread marking
+//! the task woken and queueing it (mutant 98).
 #![cfg(loom)]
 
 use std::task::{RawWaker, RawWakerVTable, Waker};
