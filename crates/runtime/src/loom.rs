@@ -61,6 +61,9 @@ macro_rules! __task_local_thread_local {
 
 #[cfg(not(loom))]
 mod imp {
+    /// std's flag for a hint that is set once and never cleared, and orders nothing: whether
+    /// a clock was ever paused, as a wake asks it (`time::clock`).
+    pub(crate) use std::sync::atomic::AtomicBool as HintAtomicBool;
     /// std's atomic for a counter in a `static`, whose increments order nothing: the
     /// process-wide counters of task ids and runtime ids.
     pub(crate) use std::sync::atomic::AtomicU64 as StaticAtomicU64;
@@ -236,6 +239,10 @@ mod imp {
     };
     pub(crate) use loom::sync::Arc;
     pub(crate) use loom::thread;
+    /// std's flag for a hint set once and never cleared (whether a clock was ever paused, as a
+    /// wake asks it, in `time::clock`): a loom atomic cannot be a `static`, and this one must
+    /// add no step to the wakes of the models whose clock never pauses.
+    pub(crate) use std::sync::atomic::AtomicBool as HintAtomicBool;
     /// std's atomic for a counter in a `static` (a loom atomic cannot be one): the runtime
     /// ids, which no model's path depends on. Task ids do (a list picks a task's shard by
     /// its id), so under loom each task list counts its own (`task::id::IdSource`).

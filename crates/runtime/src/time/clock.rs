@@ -8,22 +8,21 @@
 //! it was resumed (none while paused); `advance` moves `base`.
 
 use std::fmt;
-use std::sync::atomic as std_atomic;
 use std::time::Duration;
 
-use crate::loom::{AtomicBool, Mutex, Ordering};
+use crate::loom::{AtomicBool, HintAtomicBool, Mutex, Ordering};
 use crate::time::Instant;
 
 /// Set when a clock of this process is first paused: until then no wake of a task needs to
 /// ask whether it must hold its runtime's clock (`Driver::hold_clock`), and a wake pays one
-/// relaxed load of this flag for the question. A plain atomic even under loom, as
+/// relaxed load of this flag for the question. std's atomic even under loom, as
 /// `Clock::wakes_hold` is.
-static ANY_EVER_PAUSED: std_atomic::AtomicBool = std_atomic::AtomicBool::new(false);
+static ANY_EVER_PAUSED: HintAtomicBool = HintAtomicBool::new(false);
 
 /// Whether a clock of this process was ever paused.
 #[inline]
 pub(crate) fn any_ever_paused() -> bool {
-    ANY_EVER_PAUSED.load(std_atomic::Ordering::Relaxed)
+    ANY_EVER_PAUSED.load(Ordering::Relaxed)
 }
 
 pub(crate) struct Clock {
@@ -31,9 +30,9 @@ pub(crate) struct Clock {
     ever_paused: AtomicBool,
     /// `ever_paused` again, read by a wake of a task to know whether it must hold the clock
     /// (`Driver::hold_clock`). Set before the clock first pauses and never cleared, so it
-    /// orders nothing; a plain atomic even under loom, so that the question adds no step to
-    /// the wakes of the models whose clock never pauses.
-    wakes_hold: std_atomic::AtomicBool,
+    /// orders nothing; std's atomic even under loom, so that the question adds no step to the
+    /// wakes of the models whose clock never pauses.
+    wakes_hold: HintAtomicBool,
     inner: Mutex<Inner>,
     /// The instant of tick zero and the tick's length: `pause` freezes on a tick boundary.
     origin: std::time::Instant,
@@ -58,11 +57,11 @@ impl Clock {
     /// A clock reading the system time, or frozen at `origin` when `paused`.
     pub(crate) fn new(origin: std::time::Instant, tick: Duration, paused: bool) -> Clock {
         if paused {
-            ANY_EVER_PAUSED.store(true, std_atomic::Ordering::Relaxed);
+            ANY_EVER_PAUSED.store(true, Ordering::Relaxed);
         }
         Clock {
             ever_paused: AtomicBool::new(paused),
-            wakes_hold: std_atomic::AtomicBool::new(paused),
+            wakes_hold: HintAtomicBool::new(paused),
             inner: Mutex::new(Inner {
                 base: origin,
                 running_since: (!paused).then_some(origin),
@@ -97,7 +96,7 @@ impl Clock {
     /// Whether a wake from a thread the runtime does not count active must hold the clock:
     /// whether it was ever paused.
     pub(crate) fn wakes_hold(&self) -> bool {
-        self.wakes_hold.load(std_atomic::Ordering::Relaxed)
+        self.wakes_hold.load(Ordering::Relaxed)
     }
 
     pub(crate) fn is_paused(&self) -> bool {
@@ -111,12 +110,13 @@ impl Clock {
         if inner.running_since.is_none() {
             return Err(ClockError::AlreadyPaused);
         }
+        // From here on, a wake from outside the runtime holds the clock (`Driver::hold_clock`).
+        ANY_EVER_PAUSED.store(true, Ordering::Relaxed);
+        self.wakes_hold.store(true, Ordering::Relaxed);
         // Set before the reading below, so that a lock-free reader that misses it read the
         // system clock before this reading (see `now`); `SeqCst` keeps the store from
         // waiting in this thread's store buffer past it. Readers that see it take the lock
         // and wait for the pause to finish.
-        ANY_EVER_PAUSED.store(true, std_atomic::Ordering::Relaxed);
-        self.wakes_hold.store(true, std_atomic::Ordering::Relaxed);
         self.ever_paused.store(true, Ordering::SeqCst);
         let now = inner.now();
         inner.base = self.round_up_to_tick(now);
