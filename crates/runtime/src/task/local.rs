@@ -65,6 +65,10 @@ use crate::time::clock;
 use crate::time::driver::{ClockHold, Driver};
 use crate::{JoinHandle, Runtime};
 
+mod run_until;
+
+pub use run_until::RunUntil;
+
 /// Tasks a set runs in one poll before it lets its caller run again. A task that yields
 /// (`yield_now`, `time::advance`, or a spent budget) runs again only after that, so that the
 /// caller's future and the runtime's other tasks run first, as on tokio's current-thread
@@ -81,7 +85,8 @@ thread_local_const! {
     /// The set this thread is driving (its `Shared`) for the set's turn, from the poll of
     /// `run_until`'s future or of the first task to the turn's last look at the queue: a task
     /// this thread schedules onto it then wakes no one, since that look will see it (see
-    /// `Scheduler::schedule`, and `Turn` for a turn that ends without the look).
+    /// `Scheduler::schedule`, and `Turn` in `run_until.rs` for a turn that ends without the
+    /// look).
     static DRIVING: Cell<*const Shared> = Cell::new(std::ptr::null());
 }
 
@@ -584,70 +589,5 @@ impl Drop for LocalEnterGuard {
 impl fmt::Debug for LocalEnterGuard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LocalEnterGuard").finish_non_exhaustive()
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// The future returned by [`LocalSet::run_until`]. Dropping it drops `F` and leaves the
-    /// set's tasks in the set.
-    #[must_use = "futures do nothing unless polled"]
-    pub struct RunUntil<'a, F> {
-        set: &'a LocalSet,
-        #[pin]
-        future: F,
-    }
-}
-
-impl<F: Future> Future for RunUntil<'_, F> {
-    type Output = F::Output;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let this = self.project();
-        let set = *this.set;
-        set.assert_not_running();
-        let _enter = set.enter();
-        // Before the queue is looked at, as in `LocalSet::poll`.
-        set.shared.driver.register(cx.waker());
-        let future = this.future;
-        let mut turn = Turn { set, looked: false };
-        set.driving(|| {
-            // The future first: it may complete without waiting for the tasks.
-            let polled = future.poll(cx);
-            if polled.is_pending() {
-                turn.looked = true;
-                if set.run_ready() {
-                    cx.waker().wake_by_ref();
-                }
-            }
-            polled
-        })
-    }
-}
-
-/// A turn of `run_until`, which ends without a look at the queue when its future completes
-/// or panics: a task that future spawned or woke on the way woke no one
-/// (`Scheduler::schedule`), so the set's driver is woken here if tasks are queued. Another
-/// driver of the set, polled earlier with the same waker (a `join!` of two `run_until`s), may
-/// be waiting for them.
-struct Turn<'a> {
-    set: &'a LocalSet,
-    looked: bool,
-}
-
-impl Drop for Turn<'_> {
-    fn drop(&mut self) {
-        if self.looked || self.set.shared.queue.lock().is_empty() {
-            return;
-        }
-        if let Some(waker) = self.set.shared.driver.take() {
-            // Contained: this may run while the future's panic unwinds.
-            crate::util::contain(|| waker.wake());
-        }
-    }
-}
-
-impl<F> fmt::Debug for RunUntil<'_, F> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RunUntil").finish_non_exhaustive()
     }
 }
