@@ -1,12 +1,11 @@
-//! Auto-advance beside wakes from a thread outside the runtime: a plain thread keeps waking
-//! tasks that await sleeps on a paused clock, and each sleep must still complete exactly at
-//! its deadline, for spawned tasks and for the local tasks of a `LocalSet` that `block_on`
-//! drives. The waking thread marks a task woken before it queues it; if worker 0 could move
-//! the clock in between, a sleep of that task that fell due would be seen late (its wake
-//! finds the task marked and adds nothing). The race is narrow, so each test makes many
-//! wakes on one worker at a 10 µs tick, where it showed before the waking thread held the
-//! clock; a pass cannot prove the race gone (the loom model `auto_advance` does that for
-//! spawned tasks).
+//! Auto-advance beside wakes from a thread outside the runtime: a plain thread wakes tasks that
+//! await sleeps on a paused clock, once per sleep, and each sleep must still complete exactly
+//! at its deadline, for spawned tasks and for the local tasks of a `LocalSet` that `block_on`
+//! drives. The waking thread marks a task woken before it queues it; if worker 0 could move the
+//! clock in between, a sleep of that task that fell due would be seen late (its wake finds the
+//! task marked and adds nothing). The race is narrow, so each test makes many wakes on one
+//! worker at a 10 µs tick, where it showed before the waking thread held the clock; a pass
+//! cannot prove the race gone (the loom model `auto_advance` does that for spawned tasks).
 
 use std::future::Future;
 use std::pin::pin;
@@ -85,16 +84,21 @@ fn with_outside_waker(f: impl FnOnce(&Runtime, &Slots) -> Vec<Late>) -> Vec<Late
     late
 }
 
-/// Task `index`: sleeps of 10 to 50 µs in turn, leaving its waker in its slot at each poll;
-/// returns the sleeps it saw complete late.
+/// Task `index`: sleeps of 10 to 50 µs in turn, leaving its waker in its slot at the first
+/// poll of each; returns the sleeps it saw complete late.
 async fn sleeps(index: usize, slots: Slots) -> Vec<Late> {
     let mut late = Vec::new();
     for round in 0..ROUNDS {
         let wait = Duration::from_micros(10 * (1 + (index + round) % 5) as u64);
         let start = Instant::now();
         let mut sleep = pin!(sleep(wait));
+        let mut first = true;
         std::future::poll_fn(|cx| {
-            *slots[index].lock().unwrap() = Some(cx.waker().clone());
+            // Once per sleep: a waker left at every poll would have the thread and the task
+            // wake each other without a pause, and the clock would seldom find them idle.
+            if std::mem::take(&mut first) {
+                *slots[index].lock().unwrap() = Some(cx.waker().clone());
+            }
             sleep.as_mut().poll(cx)
         })
         .await;

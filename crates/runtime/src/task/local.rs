@@ -58,7 +58,7 @@ use std::task::{Context, Poll};
 use super::coop;
 use super::list::OwnedTasks;
 use super::{Notified, Schedule, Task};
-use crate::loom::{thread_local_const, Arc, Mutex};
+use crate::loom::{thread_local_const, Arc, HintAtomicBool, Mutex, Ordering};
 use crate::runtime::{context, Id};
 use crate::sync::AtomicWaker;
 use crate::time::clock;
@@ -157,10 +157,13 @@ struct Shared {
     owned: OwnedTasks<Scheduler>,
     /// The waker of whoever drives the set, woken when a task is scheduled.
     driver: AtomicWaker,
-    /// The timer driver of the runtime the set was last driven in, recorded only once a clock
-    /// of the process was paused: a wake from another thread holds its clock
-    /// (`Scheduler::hold_clock`).
+    /// The timer driver of the runtime the set was last driven in, if that runtime's clock was
+    /// ever paused: a wake from another thread holds that clock (`Scheduler::hold_clock`).
     clock: Mutex<Option<Arc<Driver>>>,
+    /// Set once `clock` holds a driver; until then a wake asks no more (std's atomic even
+    /// under loom, as the clock's own hints are: the sets of the models whose clock never
+    /// pauses take no lock for the question).
+    clock_noted: HintAtomicBool,
 }
 
 /// A set's run queue.
@@ -211,7 +214,9 @@ impl Schedule for Scheduler {
 
     fn hold_clock(&self) -> Option<ClockHold> {
         // The thread driving the set is counted by its runtime while it runs.
-        if DRIVING.with(Cell::get) == Arc::as_ptr(&self.0) {
+        if !self.0.clock_noted.load(Ordering::Relaxed)
+            || DRIVING.with(Cell::get) == Arc::as_ptr(&self.0)
+        {
             return None;
         }
         let driver = self.0.clock.lock().clone()?;
@@ -328,6 +333,7 @@ impl LocalSet {
                 owned: OwnedTasks::new(1),
                 driver: AtomicWaker::new(),
                 clock: Mutex::new(None),
+                clock_noted: HintAtomicBool::new(false),
             }),
             id: Id::next(),
             running: Cell::new(false),
@@ -416,10 +422,14 @@ impl LocalSet {
         crate::util::with_local(&DRIVING, Arc::as_ptr(&self.shared), f)
     }
 
-    /// Records the timer driver of the runtime this thread is in, if it is in one, for the
-    /// wakes from other threads to hold (`Scheduler::hold_clock`).
+    /// Records the timer driver of the runtime this thread is in, if it is in one whose clock
+    /// was ever paused, for the wakes from other threads to hold (`Scheduler::hold_clock`).
     fn note_clock(&self) {
-        let Some(driver) = context::with_handle(|handle| handle.driver_arc()) else {
+        let paused = context::with_handle(|handle| {
+            let driver = handle.driver();
+            driver.clock().wakes_hold().then(|| handle.driver_arc())
+        });
+        let Some(driver) = paused.flatten() else {
             return;
         };
         let mut clock = self.shared.clock.lock();
@@ -428,6 +438,7 @@ impl LocalSet {
             .is_none_or(|noted| !Arc::ptr_eq(noted, &driver))
         {
             *clock = Some(driver);
+            self.shared.clock_noted.store(true, Ordering::Relaxed);
         }
     }
 
