@@ -110,6 +110,7 @@ models=(
     "96-injector-push-reads-the-shutdown-unfenced runtime a_spawn_from_outside_racing_the_shutdown_leaves_nothing_in_the_injector"
     "97-work-left-to-searchers-unfenced scheduler_idle a_searcher_that_goes_to_sleep_sees_the_work_left_to_it"
     "98-wake-holds-the-clock-only-to-queue auto_advance a_task_woken_from_outside_sees_its_sleep_complete_on_time"
+    "99-abort-takes-no-hold-on-the-clock auto_advance a_task_aborted_from_outside_is_dropped_before_its_sleep_is_due"
 )
 
 export RUSTFLAGS="--cfg loom -C debug-assertions"

@@ -9,7 +9,8 @@
 //! already due on a clock that ran ahead of the wheel still fires: worker 0 catches the wheel
 //! up before it blocks. And the whole runtime with one worker, whose task awaits a sleep while
 //! a plain thread wakes it: the clock must not move past the sleep between the thread marking
-//! the task woken and queueing it (mutant 98).
+//! the task woken and queueing it (mutant 98); and the same with the task aborted, which must
+//! be dropped by its sleep's deadline (mutant 99).
 #![cfg(loom)]
 
 use std::task::{RawWaker, RawWakerVTable, Waker};
@@ -262,6 +263,62 @@ fn a_task_woken_from_outside_sees_its_sleep_complete_on_time() {
             waited,
             Duration::from_millis(1),
             "the clock moved past the sleep before its task ran"
+        );
+    });
+}
+
+/// As the model above, but the plain thread aborts the task: the abort marks the task
+/// cancelled before it queues it, and the clock must not move past the task's sleep of 1 ms
+/// in between, so the task's future is dropped (by the abort or on completion) at 1 ms at the
+/// latest.
+#[test]
+fn a_task_aborted_from_outside_is_dropped_before_its_sleep_is_due() {
+    let mut model = loom::model::Builder::new();
+    // The whole runtime: bounded as the other whole-runtime models are.
+    model.preemption_bound = Some(2);
+    model.check(|| {
+        use std::future::Future;
+        use std::sync::Mutex;
+
+        use escapement::time::{sleep, Duration, Instant};
+
+        /// Leaves in its cell how long after `start` it was dropped.
+        struct DropTime(Instant, std::sync::Arc<Mutex<Option<Duration>>>);
+
+        impl Drop for DropTime {
+            fn drop(&mut self) {
+                *self.1.lock().unwrap() = Some(self.0.elapsed());
+            }
+        }
+
+        let runtime = escapement::Builder::new()
+            .worker_threads(1)
+            .start_paused(true)
+            .build()
+            .unwrap();
+        // A std lock: held only for a store or a load, with no loom step inside.
+        let dropped = std::sync::Arc::new(Mutex::new(None));
+        runtime.block_on(async {
+            let guard = DropTime(Instant::now(), dropped.clone());
+            let task = escapement::spawn(async move {
+                let _guard = guard;
+                let mut due = std::pin::pin!(sleep(Duration::from_millis(1)));
+                let mut later = std::pin::pin!(sleep(Duration::from_millis(3)));
+                std::future::poll_fn(|cx| {
+                    let _ = later.as_mut().poll(cx);
+                    due.as_mut().poll(cx)
+                })
+                .await;
+            });
+            let abort = task.abort_handle();
+            let outside = thread::spawn(move || abort.abort());
+            let _ = task.await;
+            outside.join().unwrap();
+        });
+        let dropped = dropped.lock().unwrap().take().unwrap();
+        assert!(
+            dropped <= Duration::from_millis(1),
+            "the clock moved past the sleep before the aborted task was dropped ({dropped:?})"
         );
     });
 }
