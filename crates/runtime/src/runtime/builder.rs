@@ -4,22 +4,12 @@ use std::fmt;
 use std::io;
 use std::time::Duration;
 
-use crossbeam_utils::CachePadded;
-
 use super::thread_hooks::{ThreadHooks, ThreadNames};
-use super::{Handle, Runtime};
-use crate::loom::{Arc, CallbackArc};
-use crate::park::Parker;
-use crate::scheduler::worker::{
-    self, Core, LiveWorker, Park, QueueInterval, Worker, DEFAULT_EVENT_INTERVAL,
-    DEFAULT_GLOBAL_QUEUE_INTERVAL,
-};
-use crate::scheduler::{CoreSlot, Intervals, Local, Remote, Shared};
-use crate::task::{BlockingPool, Slot};
-use crate::time::clock::Clock;
-use crate::time::driver::Driver;
-use crate::time::park::DriverParker;
-use crate::time::park::TimerSlack;
+use super::Runtime;
+use crate::loom::CallbackArc;
+use crate::scheduler::worker::DEFAULT_EVENT_INTERVAL;
+
+mod build;
 
 /// The default length of a timer tick.
 const DEFAULT_TICK: Duration = Duration::from_millis(1);
@@ -58,7 +48,7 @@ pub struct Builder {
     worker_threads: Option<usize>,
     /// Made by [`Builder::new_current_thread`]: one worker, whatever `worker_threads` says.
     current_thread: bool,
-    /// The runtime's own name, which [`Handle::name`] returns.
+    /// The runtime's own name, which [`Handle::name`](super::Handle::name) returns.
     name: Option<String>,
     start_paused: bool,
     timer_resolution: Duration,
@@ -281,7 +271,8 @@ impl Builder {
     /// (which also carry workers that [`block_in_place`](crate::task::block_in_place)
     /// handed off). A later call replaces the callback. A panic in it is reported by the
     /// panic hook and otherwise ignored; the thread goes on. The runtime is the current one
-    /// ([`Handle::current`] finds it) while this and the stop callback run, as in tokio.
+    /// ([`Handle::current`](super::Handle::current) finds it) while this and the stop
+    /// callback run, as in tokio.
     ///
     /// # Examples
     ///
@@ -428,8 +419,8 @@ impl Builder {
         self
     }
 
-    /// The runtime's name, which [`Handle::name`] returns; the threads keep the names that
-    /// [`thread_name`](Builder::thread_name) gives them.
+    /// The runtime's name, which [`Handle::name`](super::Handle::name) returns; the threads
+    /// keep the names that [`thread_name`](Builder::thread_name) gives them.
     ///
     /// # Panics
     ///
@@ -520,125 +511,13 @@ impl Builder {
         self
     }
 
-    /// The workers' intervals: the one they start with between two looks at the injector
-    /// first, and whether they tune it; and `event_interval`.
-    fn intervals(&self) -> Intervals {
-        let global_queue = match self.global_queue_interval {
-            Some(interval) => QueueInterval::Fixed(interval),
-            None if self.current_thread => {
-                QueueInterval::Fixed(CURRENT_THREAD_GLOBAL_QUEUE_INTERVAL)
-            }
-            // loom has no time to tune by, and a model runs the same way every time.
-            None if cfg!(loom) => QueueInterval::Fixed(DEFAULT_GLOBAL_QUEUE_INTERVAL),
-            None => QueueInterval::Tuned,
-        };
-        Intervals {
-            global_queue,
-            event: self.event_interval,
-        }
-    }
-
     /// Builds the runtime and starts its worker threads.
     ///
     /// # Errors
     ///
     /// If the timer driver's poll cannot be created or a thread cannot be spawned.
     pub fn build(&mut self) -> io::Result<Runtime> {
-        let workers = self
-            .worker_threads
-            .unwrap_or_else(crate::loom::available_parallelism);
-        let tick = self.timer_resolution;
-        let origin = std::time::Instant::now();
-        let (driver_parker, driver_unparker) = DriverParker::new(tick)?;
-        let mut driver_parker = Some(driver_parker);
-        let clock = Clock::new(origin, tick, self.start_paused);
-        // A current-thread runtime's worker has no thread of its own: the thread in
-        // `block_on` is active, counted as such, while it runs it.
-        let active = if self.current_thread { 0 } else { workers };
-        let driver = Driver::new(
-            clock,
-            origin,
-            tick,
-            driver_unparker,
-            workers,
-            active,
-            self.metrics,
-        );
-
-        let mut cores = Vec::with_capacity(workers);
-        let mut remotes = Vec::with_capacity(workers);
-        for index in 0..workers {
-            let queue = Local::new_fifo();
-            let held = Local::new_lifo();
-            let (park, unparker) = if index == 0 {
-                (
-                    Park::Driver(driver_parker.take().expect("one driver parker")),
-                    None,
-                )
-            } else {
-                let parker = Parker::new(driver.clone());
-                let unparker = parker.unparker();
-                (Park::Thread(parker), Some(unparker))
-            };
-            remotes.push(CachePadded::new(Remote {
-                stealer: queue.stealer(),
-                held: held.stealer(),
-                lifo: Slot::new(),
-                unparker,
-            }));
-            cores.push(Core { queue, held, park });
-        }
-        // A current-thread runtime's one worker waits in a slot for a `block_on` to run it
-        // (`scheduler/current.rs`); the other flavor starts a thread per worker.
-        let core_slot = if self.current_thread {
-            Some(CoreSlot::new(cores.pop().expect("one worker")))
-        } else {
-            None
-        };
-
-        let handle = Handle {
-            shared: Arc::new(Shared::new(
-                remotes.into_boxed_slice(),
-                driver,
-                Arc::new(
-                    BlockingPool::new(self.max_blocking_threads, self.keep_alive)
-                        .with_thread_hooks(self.hooks.clone())
-                        .with_timer_slack(TimerSlack::of_this_thread()),
-                ),
-                self.name.as_deref().map(Box::from),
-                self.hooks.clone(),
-                self.intervals(),
-                core_slot,
-            )),
-        };
-        let mut threads = Vec::with_capacity(workers);
-        for (index, core) in cores.into_iter().enumerate() {
-            let worker = Worker::new(handle.clone(), index);
-            let hooks = self.hooks.clone();
-            let current = handle.clone();
-            let spawned = self.hooks.worker_builder(index).spawn(move || {
-                worker::mark_started_as(&current.shared, index);
-                // The start and stop callbacks see the runtime as the current one, as tokio's.
-                let _current = super::context::enter(current.clone());
-                // One of the live workers from before the start callback to after the stop
-                // callback (as counted when the runtime was built), so that a shutdown's
-                // timeout covers both, and a runtime dropped in either does not wait for
-                // this thread.
-                let _live = LiveWorker::enter(current.shared.clone());
-                hooks.run(|| worker.run_counted(core));
-            });
-            match spawned {
-                Ok(thread) => threads.push(thread),
-                Err(error) => {
-                    // Stop the workers already started; the rest never existed.
-                    let runtime = Runtime::from_parts(handle, threads);
-                    runtime.abandon_unstarted(workers - index);
-                    drop(runtime);
-                    return Err(error);
-                }
-            }
-        }
-        Ok(Runtime::from_parts(handle, threads))
+        self.start()
     }
 }
 
