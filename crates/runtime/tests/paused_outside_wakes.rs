@@ -161,9 +161,9 @@ struct Victim {
     dropped: Mutex<Option<Instant>>,
 }
 
-/// Task `index`: spawns (with `spawn_local` if `local`), in turn, tasks that each sleep once and hand their abort
-/// handle to the outside thread once the sleep is registered; returns the tasks dropped after
-/// their sleep's deadline and how many tasks were aborted.
+/// Task `index`: spawns in turn (with `spawn_local` if `local`) tasks that each sleep once and
+/// hand their abort handle to the outside thread once the sleep is registered; returns the
+/// tasks dropped after their sleep's deadline and how many tasks were aborted.
 async fn aborts(index: usize, slots: Slots<AbortHandle>, local: bool) -> (Vec<Late>, usize) {
     let (mut late, mut aborted) = (Vec::new(), 0);
     let victim = Arc::new(Victim::default());
@@ -182,7 +182,7 @@ async fn aborts(index: usize, slots: Slots<AbortHandle>, local: bool) -> (Vec<La
             aborted += 1;
         }
         let dropped = victim.dropped.lock().unwrap().take();
-        let took = dropped.expect("the task's future was dropped before its handle was ready");
+        let took = dropped.expect("the task's future was not dropped before its handle was ready");
         let took = took - start;
         if took > wait {
             late.push((index, round, wait, took));
