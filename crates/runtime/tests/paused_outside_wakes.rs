@@ -182,7 +182,7 @@ async fn aborts(index: usize, slots: Slots<AbortHandle>, local: bool) -> (Vec<La
             aborted += 1;
         }
         let dropped = victim.dropped.lock().unwrap().take();
-        let took = dropped.expect("the task's future was not dropped before its handle was ready");
+        let took = dropped.expect("the future was not dropped before its handle was ready");
         let took = took - start;
         if took > wait {
             late.push((index, round, wait, took));
