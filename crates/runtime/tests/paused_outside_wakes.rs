@@ -48,7 +48,7 @@ fn sleeps_of_spawned_tasks_complete_on_time_while_an_outside_thread_wakes_them()
 #[test]
 fn sleeps_of_local_tasks_complete_on_time_while_an_outside_thread_wakes_them() {
     let late = with_outside_thread(Waker::wake, |rt, slots| {
-        LocalSet::new().block_on(rt, async {
+        set_driven_before().block_on(rt, async {
             let tasks = (0..TASKS)
                 .map(|index| task::spawn_local(sleeps(index, slots.clone())))
                 .collect();
@@ -77,7 +77,7 @@ fn spawned_tasks_aborted_from_outside_are_dropped_before_their_sleeps_are_due() 
 fn local_tasks_aborted_from_outside_are_dropped_before_their_sleeps_are_due() {
     let abort = |handle: AbortHandle| handle.abort();
     let (late, aborted) = with_outside_thread(abort, |rt, slots| {
-        LocalSet::new().block_on(rt, async {
+        set_driven_before().block_on(rt, async {
             let tasks = (0..TASKS)
                 .map(|index| task::spawn_local(aborts(index, slots.clone(), true)))
                 .collect();
@@ -120,6 +120,19 @@ fn with_outside_thread<T: Send + 'static, R>(
     done.store(true, Ordering::Relaxed);
     outside.join().unwrap();
     result
+}
+
+/// A set already driven once in another paused runtime, so the wakes and aborts of the test
+/// must hold the clock of the runtime that drives it now, not of the one it was driven in first.
+fn set_driven_before() -> LocalSet {
+    let set = LocalSet::new();
+    let other = escapement::Builder::new()
+        .worker_threads(1)
+        .start_paused(true)
+        .build()
+        .unwrap();
+    set.block_on(&other, task::yield_now());
+    set
 }
 
 /// The length of task `index`'s sleep in `round`: 10 to 50 µs in turn.

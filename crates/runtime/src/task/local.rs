@@ -147,6 +147,9 @@ pub struct LocalSet {
     /// Set while one of the set's polls runs its tasks: driving the set again from inside one
     /// of them is refused.
     running: Cell<bool>,
+    /// The driver that `shared.clock` holds, compared by address at each turn without the
+    /// lock or a count (only this thread replaces it, and the held `Arc` keeps the address).
+    noted: Cell<*const Driver>,
     /// Neither `Send` nor `Sync`: the tasks run on the thread that owns the set.
     _owner_thread: PhantomData<*const ()>,
 }
@@ -337,6 +340,7 @@ impl LocalSet {
             }),
             id: Id::next(),
             running: Cell::new(false),
+            noted: Cell::new(std::ptr::null()),
             _owner_thread: PhantomData,
         }
     }
@@ -425,19 +429,14 @@ impl LocalSet {
     /// Records the timer driver of the runtime this thread is in, if it is in one whose clock
     /// was ever paused, for the wakes from other threads to hold (`Scheduler::hold_clock`).
     fn note_clock(&self) {
-        let paused = context::with_handle(|handle| {
+        let new = context::with_handle(|handle| {
             let driver = handle.driver();
-            driver.clock().wakes_hold().then(|| handle.driver_arc())
+            let new = driver.clock().wakes_hold() && !std::ptr::eq(driver, self.noted.get());
+            new.then(|| handle.driver_arc())
         });
-        let Some(driver) = paused.flatten() else {
-            return;
-        };
-        let mut clock = self.shared.clock.lock();
-        if clock
-            .as_ref()
-            .is_none_or(|noted| !Arc::ptr_eq(noted, &driver))
-        {
-            *clock = Some(driver);
+        if let Some(driver) = new.flatten() {
+            self.noted.set(Arc::as_ptr(&driver));
+            *self.shared.clock.lock() = Some(driver);
             self.shared.clock_noted.store(true, Ordering::Relaxed);
         }
     }
