@@ -60,29 +60,37 @@ fn sleeps_of_local_tasks_complete_on_time_while_an_outside_thread_wakes_them() {
 
 #[test]
 fn spawned_tasks_aborted_from_outside_are_dropped_before_their_sleeps_are_due() {
-    let abort = |handle: AbortHandle| handle.abort();
-    let (late, aborted) = with_outside_thread(abort, |rt, slots| {
-        rt.block_on(async {
-            let tasks = (0..TASKS)
-                .map(|index| escapement::spawn(aborts(index, slots.clone(), false)))
-                .collect();
-            gather_counted(tasks).await
-        })
-    });
-    assert!(late.is_empty(), "tasks dropped late: {late:?}");
-    assert!(aborted > 0, "no task was aborted");
+    aborted_from_outside(false);
 }
 
 #[test]
 fn local_tasks_aborted_from_outside_are_dropped_before_their_sleeps_are_due() {
+    aborted_from_outside(true);
+}
+
+/// Runs `aborts` in each of the tasks, spawned or (if `local`) local tasks of a set, beside a
+/// thread that aborts what they spawn; no task may be dropped late, and some must be aborted.
+fn aborted_from_outside(local: bool) {
     let abort = |handle: AbortHandle| handle.abort();
     let (late, aborted) = with_outside_thread(abort, |rt, slots| {
-        set_driven_before().block_on(rt, async {
+        let all = async {
             let tasks = (0..TASKS)
-                .map(|index| task::spawn_local(aborts(index, slots.clone(), true)))
+                .map(|index| {
+                    let task = aborts(index, slots.clone(), local);
+                    if local {
+                        task::spawn_local(task)
+                    } else {
+                        escapement::spawn(task)
+                    }
+                })
                 .collect();
             gather_counted(tasks).await
-        })
+        };
+        if local {
+            set_driven_before().block_on(rt, all)
+        } else {
+            rt.block_on(all)
+        }
     });
     assert!(late.is_empty(), "tasks dropped late: {late:?}");
     assert!(aborted > 0, "no task was aborted");
