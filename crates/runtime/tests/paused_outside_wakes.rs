@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use escapement::task::{self, AbortHandle, LocalSet};
 use escapement::time::{sleep, Instant};
-use escapement::{JoinHandle, Runtime};
+use escapement::Runtime;
 
 const TASKS: usize = 4;
 /// Under Miri a few rounds check the memory of the hold and of its wake or abort, not the race.
@@ -34,27 +34,22 @@ type Late = (usize, usize, Duration, Duration);
 
 #[test]
 fn sleeps_of_spawned_tasks_complete_on_time_while_an_outside_thread_wakes_them() {
-    let late = with_outside_thread(Waker::wake, |rt, slots| {
-        rt.block_on(async {
-            let tasks = (0..TASKS)
-                .map(|index| escapement::spawn(sleeps(index, slots.clone())))
-                .collect();
-            gather(tasks).await
-        })
-    });
-    assert!(late.is_empty(), "sleeps seen late: {late:?}");
+    woken_from_outside(false);
 }
 
 #[test]
 fn sleeps_of_local_tasks_complete_on_time_while_an_outside_thread_wakes_them() {
-    let late = with_outside_thread(Waker::wake, |rt, slots| {
-        set_driven_before().block_on(rt, async {
-            let tasks = (0..TASKS)
-                .map(|index| task::spawn_local(sleeps(index, slots.clone())))
-                .collect();
-            gather(tasks).await
-        })
-    });
+    woken_from_outside(true);
+}
+
+/// Runs `sleeps` in each task beside a thread that wakes them; no sleep may be seen late.
+fn woken_from_outside(local: bool) {
+    let late: Vec<Late> = with_outside_thread(Waker::wake, |rt, slots| {
+        run_each(rt, local, |index| sleeps(index, slots.clone()))
+    })
+    .into_iter()
+    .flatten()
+    .collect();
     assert!(late.is_empty(), "sleeps seen late: {late:?}");
 }
 
@@ -68,32 +63,47 @@ fn local_tasks_aborted_from_outside_are_dropped_before_their_sleeps_are_due() {
     aborted_from_outside(true);
 }
 
-/// Runs `aborts` in each of the tasks, spawned or (if `local`) local tasks of a set, beside a
-/// thread that aborts what they spawn; no task may be dropped late, and some must be aborted.
+/// Runs `aborts` in each task beside a thread that aborts what they spawn; no task may be
+/// dropped late, and some must be aborted.
 fn aborted_from_outside(local: bool) {
     let abort = |handle: AbortHandle| handle.abort();
-    let (late, aborted) = with_outside_thread(abort, |rt, slots| {
-        let all = async {
-            let tasks = (0..TASKS)
-                .map(|index| {
-                    let task = aborts(index, slots.clone(), local);
-                    if local {
-                        task::spawn_local(task)
-                    } else {
-                        escapement::spawn(task)
-                    }
-                })
-                .collect();
-            gather_counted(tasks).await
-        };
-        if local {
-            set_driven_before().block_on(rt, all)
-        } else {
-            rt.block_on(all)
-        }
+    let outputs = with_outside_thread(abort, |rt, slots| {
+        run_each(rt, local, |index| aborts(index, slots.clone(), local))
     });
+    let late: Vec<&Late> = outputs.iter().flat_map(|(late, _)| late).collect();
     assert!(late.is_empty(), "tasks dropped late: {late:?}");
+    let aborted: usize = outputs.iter().map(|(_, aborted)| aborted).sum();
     assert!(aborted > 0, "no task was aborted");
+}
+
+/// Runs `make(index)` as each of the tasks, spawned, or if `local` local tasks of a set driven
+/// before in another runtime, in `rt`; returns their outputs.
+fn run_each<F>(rt: &Runtime, local: bool, make: impl Fn(usize) -> F) -> Vec<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let all = async {
+        let tasks: Vec<_> = (0..TASKS)
+            .map(|index| {
+                if local {
+                    task::spawn_local(make(index))
+                } else {
+                    escapement::spawn(make(index))
+                }
+            })
+            .collect();
+        let mut outputs = Vec::new();
+        for task in tasks {
+            outputs.push(task.await.unwrap());
+        }
+        outputs
+    };
+    if local {
+        set_driven_before().block_on(rt, all)
+    } else {
+        rt.block_on(all)
+    }
 }
 
 /// Runs `f` on a paused runtime of one worker at a 10 µs tick, beside a plain thread that
@@ -235,22 +245,4 @@ impl Drop for DropTime {
     fn drop(&mut self) {
         *self.0.dropped.lock().unwrap() = Some(Instant::now());
     }
-}
-
-async fn gather(tasks: Vec<JoinHandle<Vec<Late>>>) -> Vec<Late> {
-    let mut late = Vec::new();
-    for task in tasks {
-        late.extend(task.await.unwrap());
-    }
-    late
-}
-
-async fn gather_counted(tasks: Vec<JoinHandle<(Vec<Late>, usize)>>) -> (Vec<Late>, usize) {
-    let (mut late, mut aborted) = (Vec::new(), 0);
-    for task in tasks {
-        let (more, count) = task.await.unwrap();
-        late.extend(more);
-        aborted += count;
-    }
-    (late, aborted)
 }
