@@ -282,7 +282,7 @@ fn a_task_aborted_from_outside_is_dropped_before_its_sleep_is_due() {
 
         use escapement::time::{sleep, Duration, Instant};
 
-        /// Leaves in its cell how long after `start` it was dropped.
+        /// Leaves in its cell how long after its instant it was dropped.
         struct DropTime(Instant, std::sync::Arc<Mutex<Option<Duration>>>);
 
         impl Drop for DropTime {

@@ -431,8 +431,8 @@ impl LocalSet {
     fn note_clock(&self) {
         let new = context::with_handle(|handle| {
             let driver = handle.driver();
-            let new = driver.clock().wakes_hold() && !std::ptr::eq(driver, self.noted.get());
-            new.then(|| handle.driver_arc())
+            let changed = !std::ptr::eq(driver, self.noted.get());
+            (driver.clock().wakes_hold() && changed).then(|| handle.driver_arc())
         });
         if let Some(driver) = new.flatten() {
             self.noted.set(Arc::as_ptr(&driver));
