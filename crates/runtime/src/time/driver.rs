@@ -101,8 +101,6 @@ use crate::loom::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, MutexGuard, Or
 use crate::metrics::Metrics;
 use crate::sync::AtomicWaker;
 
-use fire::WakeList;
-
 mod fire;
 mod idle;
 mod shutdown;
