@@ -29,7 +29,10 @@ use support::{paused, poll_once, running, CountingWaker, DropCounter, HoldsTheRu
 
 /// The tasks waiting when the runtime is dropped: fewer under Miri, which interprets every
 /// step of each.
-const WAITING: usize = if cfg!(miri) { 100 } else { 1_000 };
+const WAITING: usize = if cfg!(miri) { 20 } else { 1_000 };
+
+/// The tasks of the tests that spawn or wake during the shutdown: fewer under Miri too.
+const RACING: usize = if cfg!(miri) { 20 } else { 200 };
 
 #[test]
 fn dropping_the_runtime_cancels_waiting_tasks_and_drops_their_futures() {
@@ -298,7 +301,7 @@ impl Drop for SpawnOnDrop {
 fn a_task_spawned_during_shutdown_does_not_hang_it() {
     for workers in [1, 3] {
         let rt = running(workers);
-        for _ in 0..100 {
+        for _ in 0..RACING / 2 {
             let spawner = SpawnOnDrop(rt.handle().clone());
             drop(rt.spawn(async move {
                 let _spawner = spawner;
@@ -554,8 +557,8 @@ fn shutdown_timeout_with_idle_workers_returns() {
 fn tasks_woken_during_shutdown_do_not_crash_it() {
     let rt = running(4);
     let slots: Arc<Vec<Mutex<Option<Waker>>>> =
-        Arc::new((0..200).map(|_| Mutex::new(None)).collect());
-    for i in 0..200 {
+        Arc::new((0..RACING).map(|_| Mutex::new(None)).collect());
+    for i in 0..RACING {
         let slots = slots.clone();
         drop(rt.spawn(std::future::poll_fn(move |cx| {
             *slots[i].lock().expect("not poisoned") = Some(cx.waker().clone());

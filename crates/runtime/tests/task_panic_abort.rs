@@ -27,12 +27,14 @@ use support::{running, wait_finished, wait_until, DropCounter, PanicsWhenDropped
 fn a_panicking_task_does_not_kill_its_worker() {
     for workers in [1, 3] {
         let rt = running(workers);
-        for round in 0..20 {
+        // Fewer under Miri, which interprets every unwind.
+        let (panics, after) = if cfg!(miri) { (4, 20) } else { (20, 100) };
+        for round in 0..panics {
             let boom = rt.spawn(async move { panic!("boom {round}") });
             let error = rt.block_on(boom).expect_err("the task panicked");
             assert!(error.is_panic());
         }
-        let tasks: Vec<_> = (0..100).map(|i| rt.spawn(async move { i * 2 })).collect();
+        let tasks: Vec<_> = (0..after).map(|i| rt.spawn(async move { i * 2 })).collect();
         for (i, task) in tasks.into_iter().enumerate() {
             assert_eq!(rt.block_on(task).expect("runs after the panics"), i * 2);
         }
@@ -153,13 +155,11 @@ fn aborting_an_idle_task_cancels_it_and_drops_its_future() {
 fn a_task_aborted_while_held_back_after_a_yield_is_cancelled_before_the_aborter_runs_again() {
     for current_thread in [true, false] {
         let rt = support::one_worker(current_thread);
-        for (spinners, aborted) in [
-            (1, &[0][..]),
-            (3, &[1]),
-            (10, &[0, 7]),
-            (31, &[0]),
-            (32, &[31]),
-        ] {
+        let cases: &[(usize, &[usize])] =
+            &[(1, &[0]), (3, &[1]), (10, &[0, 7]), (31, &[0]), (32, &[31])];
+        // Under Miri, which interprets every turn of every spinner, the short cases only.
+        let cases = if cfg!(miri) { &cases[..3] } else { cases };
+        for &(spinners, aborted) in cases {
             let order = Arc::new(Mutex::new(Vec::new()));
             let finished = rt
                 .block_on(rt.spawn(async move {

@@ -41,10 +41,10 @@ fn fires_exactly_at(start: u64, deadline: u64) {
 
 #[test]
 fn just_below_and_at_each_level_range() {
-    // Under Miri (which only has the safe keyed wheel to check here) a few starts suffice.
+    // Under Miri (which only has the safe keyed wheel to check here) one start suffices.
     let starts = |width: u64| -> Vec<u64> {
         if cfg!(miri) {
-            vec![0, width]
+            vec![width]
         } else {
             vec![0, 1, 63, 64, 1000, width - 1, width]
         }

@@ -768,7 +768,7 @@ fn max_ops() -> usize {
 
 fn proptest_config() -> ProptestConfig {
     ProptestConfig {
-        cases: if cfg!(miri) { 2 } else { 256 },
+        cases: if cfg!(miri) { 1 } else { 256 },
         failure_persistence: None,
         ..ProptestConfig::default()
     }
