@@ -351,7 +351,7 @@ fn a_panic_in_the_closure_is_the_tasks_and_the_runtime_goes_on() {
 #[test]
 fn many_hand_offs_lose_no_task() {
     // Fewer under Miri, where each hand-off starts or wakes a blocking thread it interprets.
-    let tasks = if cfg!(miri) { 16 } else { 64 };
+    let tasks = if cfg!(miri) { 8 } else { 64 };
     let rt = escapement::Builder::new()
         .worker_threads(2)
         .build()

@@ -195,7 +195,7 @@ fn tasks_woken_from_many_threads_at_once_run_one_poll_at_a_time() {
                 let wakers = wakers.clone();
                 let wakes = wakes.clone();
                 std::thread::spawn(move || {
-                    for _ in 0..sized(200, 10) {
+                    for _ in 0..sized(200, 4) {
                         for slot in &wakers {
                             let waker = slot.lock().expect("not poisoned").clone();
                             if let Some(waker) = waker {
