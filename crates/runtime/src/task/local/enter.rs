@@ -8,7 +8,7 @@ use super::{LocalSet, Shared, CURRENT};
 use crate::loom::Arc;
 
 impl LocalSet {
-    /// Makes this the set that [`task::spawn_local`](spawn_local) spawns onto on this
+    /// Makes this the set that [`task::spawn_local`](super::spawn_local) spawns onto on this
     /// thread, until the guard drops. The tasks spawned still run only when the set is
     /// driven.
     pub fn enter(&self) -> LocalEnterGuard {
@@ -25,8 +25,8 @@ impl LocalSet {
     }
 }
 
-/// From [`LocalSet::enter`]: while it lives, [`task::spawn_local`](spawn_local) spawns onto
-/// that set. Dropping it makes the set that was current before current again.
+/// From [`LocalSet::enter`]: while it lives, [`task::spawn_local`](super::spawn_local)
+/// spawns onto that set. Dropping it makes the set that was current before current again.
 #[must_use = "the set stays current only while the guard lives"]
 pub struct LocalEnterGuard {
     previous: Option<Arc<Shared>>,
