@@ -7,10 +7,10 @@
 # of hundreds of thousands of interleavings, which would run once per mutant of the file.
 #
 #     loom-tests/mutants/check.sh          # every mutant
-#     loom-tests/mutants/check.sh 1/2      # the mutants whose number is 1 modulo 2
+#     loom-tests/mutants/check.sh 1/3      # the mutants whose number is 1 modulo 3
 #
 # A share `I/N` takes the mutants numbered I modulo N; N runs, one per I, take each once. CI
-# takes one half a run (`.ci/run` says which): the whole set is over half of a lane's time.
+# takes one third a run (`.ci/run` says which): the whole set is over half of a lane's time.
 set -uo pipefail
 cd "$(git rev-parse --show-toplevel)"
 
