@@ -2,13 +2,13 @@
 //! after a yield, and for worker 0 the timers) to another thread while the closure blocks,
 //! even on a runtime of one worker; the closure can borrow from the task and wait for a future
 //! with `Handle::block_on`; the rest of the poll stays on the calling thread; a panic is the
-//! task's; a paused clock holds still meanwhile; shutdown waits for the closure. The worker
-//! goes to a blocking thread, an idle one when there is one, and neither waits for nor takes
-//! the place of `spawn_blocking` closures under `max_blocking_threads`. A closure that
-//! returns before that thread has taken the worker takes it back, and leaves the runtime's
-//! counts as it found them. Anywhere else it just calls the closure, which in `block_on` may
-//! block on a future again. Either way the closure runs without the task's cooperative
-//! budget, and a runtime dropped in it waits for its blocking closures.
+//! task's; a paused clock holds still meanwhile. The worker goes to a blocking thread, an idle
+//! one when there is one, and neither waits for nor takes the place of `spawn_blocking`
+//! closures under `max_blocking_threads`. A closure that returns before that thread has taken
+//! the worker takes it back, and leaves the runtime's counts as it found them. Anywhere else it
+//! just calls the closure, which in `block_on` may block on a future again. Either way the
+//! closure runs without the task's cooperative budget. Its shutdowns are in
+//! `block_in_place_shutdown.rs`.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -20,15 +20,7 @@ use escapement::task::block_in_place;
 use escapement::time::{sleep, Duration, Instant};
 use escapement::Handle;
 
-/// Long enough to mean "never" for a closure waiting on the rest of the runtime.
-const PATIENCE: std::time::Duration = std::time::Duration::from_secs(20);
-
-fn one_worker() -> escapement::Runtime {
-    escapement::Builder::new()
-        .worker_threads(1)
-        .build()
-        .expect("a runtime")
-}
+use support::{block_once_the_worker_moved, running, PATIENCE};
 
 /// One worker, and a cap of one thread for `spawn_blocking` closures.
 fn one_worker_one_blocking_thread() -> escapement::Runtime {
@@ -39,24 +31,9 @@ fn one_worker_one_blocking_thread() -> escapement::Runtime {
         .expect("a runtime")
 }
 
-/// Called from a task on a runtime of one worker: `block_in_place` around `f`, which starts
-/// only once the worker runs on another thread (a task queued on it has run), so that it is
-/// never taken back.
-fn block_once_the_worker_moved<R>(f: impl FnOnce() -> R) -> R {
-    let (tx, rx) = mpsc::channel();
-    drop(escapement::spawn(async move {
-        let _ = tx.send(());
-    }));
-    block_in_place(|| {
-        rx.recv_timeout(PATIENCE)
-            .expect("the worker moved to another thread");
-        f()
-    })
-}
-
 #[test]
 fn a_task_queued_on_the_worker_runs_while_the_closure_blocks() {
-    let rt = one_worker();
+    let rt = running(1);
     let received = rt.block_on(async {
         escapement::spawn(async {
             let (tx, rx) = mpsc::channel();
@@ -77,7 +54,7 @@ fn a_task_queued_on_the_worker_runs_while_the_closure_blocks() {
 /// the worker, or nothing runs it while the closure blocks the thread that held it.
 #[test]
 fn a_task_held_back_after_a_yield_moves_with_the_worker() {
-    let rt = one_worker();
+    let rt = running(1);
     let received = rt.block_on(async {
         escapement::spawn(async {
             let (tx, rx) = mpsc::channel();
@@ -104,7 +81,7 @@ fn a_task_held_back_after_a_yield_moves_with_the_worker() {
 /// yields, so no other release would come.
 #[test]
 fn a_task_held_back_at_the_hand_off_gets_its_turn_beside_a_full_queue() {
-    let rt = one_worker();
+    let rt = running(1);
     let stop = Arc::new(AtomicBool::new(false));
     let busy = support::keep_waking_each_other(&rt, stop.clone(), Arc::default());
     let (ran, runs) = mpsc::channel();
@@ -127,7 +104,7 @@ fn a_task_held_back_at_the_hand_off_gets_its_turn_beside_a_full_queue() {
 
 #[test]
 fn timers_fire_while_worker_0_blocks() {
-    let rt = one_worker();
+    let rt = running(1);
     let received = rt.block_on(async {
         escapement::spawn(async {
             let (tx, rx) = mpsc::channel();
@@ -203,7 +180,7 @@ fn the_rest_of_the_poll_stays_on_the_thread_and_the_worker_moves_to_a_blocking_t
 
 #[test]
 fn hand_offs_in_turn_reuse_idle_blocking_threads() {
-    let rt = one_worker();
+    let rt = running(1);
     let threads = rt.block_on(rt.spawn(async {
         let mut threads = vec![thread::current().id()];
         for _ in 0..20 {
@@ -279,7 +256,7 @@ fn a_short_closure_takes_the_worker_back() {
     let trials = 200;
     let stayed = (0..trials)
         .filter(|_| {
-            let rt = one_worker();
+            let rt = running(1);
             let stayed = rt.block_on(rt.spawn(async {
                 let first = thread::current().id();
                 block_in_place(|| ());
@@ -333,7 +310,7 @@ fn taking_the_worker_back_leaves_the_counts_as_they_were() {
 
 #[test]
 fn a_panic_in_the_closure_is_the_tasks_and_the_runtime_goes_on() {
-    let rt = one_worker();
+    let rt = running(1);
     let error = rt
         .block_on(rt.spawn(async {
             block_in_place(|| panic!("blocked boom"));
@@ -415,46 +392,11 @@ fn a_paused_clock_holds_still_while_the_closure_runs() {
 }
 
 #[test]
-fn dropping_the_runtime_waits_for_the_closure_and_a_timeout_does_not() {
-    for wait in [true, false] {
-        let rt = one_worker();
-        let (started_tx, started) = mpsc::channel();
-        let (release, release_rx) = mpsc::channel::<()>();
-        let finished = Arc::new(AtomicBool::new(false));
-        let flag = finished.clone();
-        drop(rt.spawn(async move {
-            block_in_place(move || {
-                started_tx.send(()).unwrap();
-                let _ = release_rx.recv_timeout(PATIENCE);
-                flag.store(true, Ordering::SeqCst);
-            });
-        }));
-        started.recv_timeout(PATIENCE).expect("the closure started");
-        if wait {
-            let releaser = thread::spawn(move || {
-                thread::sleep(std::time::Duration::from_millis(20));
-                release.send(()).unwrap();
-            });
-            drop(rt);
-            assert!(
-                finished.load(Ordering::SeqCst),
-                "drop waited for the closure"
-            );
-            releaser.join().unwrap();
-        } else {
-            rt.shutdown_timeout(std::time::Duration::from_millis(20));
-            assert!(!finished.load(Ordering::SeqCst), "the timeout did not wait");
-            release.send(()).unwrap();
-        }
-    }
-}
-
-#[test]
 fn off_the_workers_it_just_calls_the_closure() {
     let here = thread::current().id();
     assert_eq!(block_in_place(|| thread::current().id()), here);
 
-    let rt = one_worker();
+    let rt = running(1);
     let in_block_on = rt.block_on(async { block_in_place(|| thread::current().id()) });
     assert_eq!(in_block_on, here);
 
@@ -479,81 +421,9 @@ fn off_the_workers_it_just_calls_the_closure() {
     assert_eq!(nested.0, nested.1);
 }
 
-/// The closure is blocking code: a runtime dropped there waits for its blocking closures,
-/// as it does on any thread outside a runtime's async code.
-#[test]
-fn a_runtime_dropped_in_the_closure_waits_for_its_blocking_closures() {
-    let outer = one_worker();
-    let inner = one_worker();
-    let (started_tx, started) = mpsc::channel();
-    let finished = Arc::new(AtomicBool::new(false));
-    let flag = finished.clone();
-    drop(inner.spawn_blocking(move || {
-        started_tx.send(()).unwrap();
-        thread::sleep(std::time::Duration::from_millis(50));
-        flag.store(true, Ordering::SeqCst);
-    }));
-    started
-        .recv_timeout(PATIENCE)
-        .expect("the blocking closure started");
-    let waited = outer
-        .block_on(outer.spawn(async move {
-            block_in_place(move || {
-                drop(inner);
-                finished.load(Ordering::SeqCst)
-            })
-        }))
-        .unwrap();
-    assert!(waited, "the drop returned before the blocking closure");
-}
-
-/// The same on a blocking thread, where the worker went with an earlier `block_in_place`:
-/// the drop waits for the pool's other threads, not for the one it runs on.
-#[test]
-fn a_runtime_dropped_in_the_closure_on_a_blocking_thread_waits_for_its_blocking_closures() {
-    let rt = escapement::Builder::new()
-        .worker_threads(1)
-        .thread_name("mover")
-        .build()
-        .expect("a runtime");
-    // The worker moves to a blocking thread for good.
-    rt.block_on(rt.spawn(async { block_once_the_worker_moved(|| ()) }))
-        .unwrap();
-    let handle = rt.handle().clone();
-    let slot = Arc::new(std::sync::Mutex::new(Some(rt)));
-    let finished = Arc::new(AtomicBool::new(false));
-    let (report, reported) = mpsc::channel();
-    drop(handle.spawn({
-        let finished = finished.clone();
-        async move {
-            let on = thread::current().name().map(str::to_owned);
-            let (started_tx, started) = mpsc::channel();
-            let flag = finished.clone();
-            drop(escapement::task::spawn_blocking(move || {
-                started_tx.send(()).unwrap();
-                thread::sleep(std::time::Duration::from_millis(50));
-                flag.store(true, Ordering::SeqCst);
-            }));
-            started.recv_timeout(PATIENCE).unwrap();
-            let waited = block_in_place(|| {
-                drop(slot.lock().unwrap().take());
-                finished.load(Ordering::SeqCst)
-            });
-            report.send((on, waited)).unwrap();
-        }
-    }));
-    let (on, waited) = reported.recv_timeout(PATIENCE).expect("the drop returned");
-    assert_eq!(
-        on.as_deref(),
-        Some("mover-blocking"),
-        "the task ran on a blocking thread"
-    );
-    assert!(waited, "the drop returned before the blocking closure");
-}
-
 #[test]
 fn in_block_on_the_closure_may_block_on_a_future_again() {
-    let rt = one_worker();
+    let rt = running(1);
     let (nested, refused) = rt.block_on(async {
         let nested = block_in_place(|| Handle::current().block_on(async { 7 }));
         // Outside the closure, `block_on` is refused again, and a refusal leaves the thread
@@ -575,7 +445,7 @@ fn in_block_on_the_closure_may_block_on_a_future_again() {
 /// too, and once each returns the thread is as it was before it.
 #[test]
 fn a_second_closure_in_the_poll_that_handed_the_worker_away_may_block_on_a_future() {
-    let rt = one_worker();
+    let rt = running(1);
     let (first, second, nested) = rt.block_on(async {
         escapement::spawn(async {
             let first = block_once_the_worker_moved(|| Handle::current().block_on(async { 1 }));
@@ -599,7 +469,7 @@ fn a_second_closure_in_the_poll_that_handed_the_worker_away_may_block_on_a_futur
 fn the_closure_runs_without_the_tasks_budget() {
     const TASKS: u64 = 300;
     let sums = support::within(PATIENCE, || {
-        let rt = one_worker();
+        let rt = running(1);
         let sum_in_place = |handles: Vec<escapement::JoinHandle<u64>>| {
             block_in_place(move || {
                 futures::executor::block_on(async move {
@@ -641,54 +511,6 @@ fn the_closure_runs_without_the_tasks_budget() {
     assert_eq!(sums, (expected, expected));
 }
 
-#[test]
-fn the_runtime_drops_on_the_thread_that_handed_its_worker_away() {
-    for inside_the_closure in [true, false] {
-        let rt = one_worker();
-        let handle = rt.handle().clone();
-        let slot = Arc::new(std::sync::Mutex::new(Some(rt)));
-        let (report, dropped) = mpsc::channel();
-        drop(handle.spawn(async move {
-            let take = || slot.lock().unwrap().take();
-            if inside_the_closure {
-                // Outside the workers here: the drop waits for every worker thread.
-                block_in_place(|| drop(take()));
-            } else {
-                block_once_the_worker_moved(|| ());
-                // Back on a worker thread without a core: the drop waits for the others.
-                drop(take());
-            }
-            report.send(()).unwrap();
-        }));
-        dropped
-            .recv_timeout(PATIENCE)
-            .unwrap_or_else(|_| panic!("the drop returned ({inside_the_closure})"));
-    }
-}
-
-#[test]
-fn after_a_shutdown_that_did_not_wait_the_closure_runs_in_place() {
-    let rt = one_worker();
-    let other = one_worker();
-    let other_handle = other.handle().clone();
-    let (started, started_rx) = mpsc::channel::<()>();
-    let (go, go_rx) = mpsc::channel::<()>();
-    let (report, reported) = mpsc::channel();
-    drop(rt.spawn(async move {
-        started.send(()).unwrap();
-        // Blocks the worker until the runtime has shut down without waiting for it.
-        go_rx.recv_timeout(PATIENCE).unwrap();
-        // The blocking pool is shut down: the worker stays, and the closure runs here, where
-        // it may still block on a future as any closure of `block_in_place` may.
-        let value = block_in_place(|| other_handle.block_on(async { 7 }));
-        report.send(value).unwrap();
-    }));
-    started_rx.recv_timeout(PATIENCE).unwrap();
-    rt.shutdown_timeout(std::time::Duration::from_millis(10));
-    go.send(()).unwrap();
-    assert_eq!(reported.recv_timeout(PATIENCE), Ok(7));
-}
-
 /// The blocking threads run their closures with the timer slack of the thread that built the
 /// runtime, not worker 0's 1 ns: neither a thread that ran worker 0 and went back to the pool,
 /// nor one that worker 0 started, which starts with its slack (Linux; `prctl`).
@@ -700,7 +522,7 @@ fn blocking_closures_run_with_the_timer_slack_of_the_thread_that_built_the_runti
         unsafe { libc::prctl(libc::PR_GET_TIMERSLACK) }
     }
     let outside = slack();
-    let rt = one_worker();
+    let rt = running(1);
     let seen = rt
         .block_on(rt.spawn(async {
             let mut seen = Vec::new();
@@ -717,75 +539,5 @@ fn blocking_closures_run_with_the_timer_slack_of_the_thread_that_built_the_runti
     assert!(
         seen.iter().all(|&s| s == outside),
         "closures ran with timer slacks {seen:?}, the thread outside the runtime {outside}"
-    );
-}
-
-/// Dropping the runtime while a closure waits on one of its timers returns at once: the
-/// shutdown wakes the timers before it waits for the threads in closures, and the closure's
-/// sleep then panics, as tokio's does, where the drop waited an hour.
-#[test]
-fn dropping_the_runtime_while_a_closure_waits_on_its_timer_returns() {
-    let rt = one_worker();
-    let (waiting, closure_waits) = mpsc::channel();
-    drop(rt.spawn(async move {
-        block_once_the_worker_moved(move || {
-            waiting.send(()).unwrap();
-            Handle::current().block_on(sleep(Duration::from_secs(3600)));
-        });
-    }));
-    closure_waits
-        .recv_timeout(PATIENCE)
-        .expect("the closure runs");
-    let (dropped, was_dropped) = mpsc::channel();
-    thread::spawn(move || {
-        drop(rt);
-        let _ = dropped.send(());
-    });
-    was_dropped
-        .recv_timeout(PATIENCE)
-        .expect("the drop returned without waiting for the hour");
-}
-
-/// A runtime dropped in a current-thread `block_on` inside its own `block_in_place` closure
-/// still waits for its workers running a poll before it wakes the timers: a task there that
-/// polls a sleep after the drop began does not panic.
-#[test]
-fn a_runtime_dropped_under_a_nested_block_on_waits_for_its_running_workers_first() {
-    let rt = escapement::Builder::new()
-        .worker_threads(2)
-        .build()
-        .expect("a runtime");
-    let (running, task_runs) = mpsc::channel();
-    let (polled, did_it_panic) = mpsc::channel();
-    drop(rt.spawn(async move {
-        running.send(()).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        let panicked = std::panic::catch_unwind(|| {
-            let (_wakes, waker) = support::CountingWaker::waker();
-            let timer = std::pin::pin!(sleep(Duration::from_millis(1)));
-            support::poll_once(timer, &waker)
-        })
-        .is_err();
-        polled.send(panicked).unwrap();
-    }));
-    task_runs.recv_timeout(PATIENCE).expect("the task runs");
-    let held = Arc::new(std::sync::Mutex::new(Some(rt)));
-    let handle = held.lock().unwrap().as_ref().unwrap().handle().clone();
-    let (dropped, was_dropped) = mpsc::channel();
-    drop(handle.spawn(async move {
-        block_in_place(|| {
-            let inner = escapement::Builder::new_current_thread()
-                .build()
-                .expect("a runtime");
-            inner.block_on(async { drop(held.lock().unwrap().take()) });
-            dropped.send(()).unwrap();
-        });
-    }));
-    was_dropped
-        .recv_timeout(PATIENCE)
-        .expect("the drop returned");
-    assert!(
-        !did_it_panic.recv_timeout(PATIENCE).unwrap(),
-        "the running task's sleep panicked: the timers were woken before its poll returned"
     );
 }

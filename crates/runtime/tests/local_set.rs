@@ -2,21 +2,13 @@
 //! they use the runtime's timers and wait on work from other threads; a waker fired on
 //! another thread reaches them, even by value as the task finishes; awaiting the set waits
 //! for all of them; `run_until` leaves the rest pending; `enter` lets `spawn_local` work
-//! outside the set's polls; a panic or an abort becomes a `JoinError`, and an abort from
-//! another thread drops the future on the set's thread; dropping the set drops the pending
-//! futures there and cancels their join handles, even when one of those destructors panics,
-//! and so does a thread that exits with the set in a thread-local; a waker that outlives the
-//! set does nothing, and a guard that outlives it spawns tasks that are cancelled at once; a
-//! task that aborts itself is cancelled; driving a set from inside its own task panics there,
-//! and leaves the set's driver its waker; a yielding local task lets the set's caller run;
-//! a spawn in the set's turn polls its caller no more than its wakes do, and still runs when
-//! the future of `run_until` that spawned it completes at once;
-//! a local task aborted while held back after a yield is cancelled before its aborter runs
-//! again, and one woken by a task of the runtime runs before those that yielded;
-//! `spawn_local` outside a set panics; a paused current-thread runtime jumps its clock from
-//! one local sleep to the next; an output that is not `Send` comes back through the join
-//! handle, or is dropped on the set's thread when nobody reads it; `block_in_place` in a set
-//! driven by `block_on` calls its closure on the set's thread.
+//! outside the set's polls; sets nest, and each has an id of its own; driving a set from
+//! inside its own task panics there, and leaves the set's driver its waker; `spawn_local`
+//! outside a set panics; a paused current-thread runtime jumps its clock from one local sleep
+//! to the next; an output that is not `Send` comes back through the join handle, or is
+//! dropped on the set's thread when nobody reads it; `block_in_place` in a set driven by
+//! `block_on` calls its closure on the set's thread. The set's turns are in
+//! `local_set_turns.rs`; its panics, aborts and drops in `local_set_drop.rs`.
 
 mod support;
 
@@ -27,25 +19,16 @@ use std::rc::Rc;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
-use std::thread::{self, ThreadId};
+use std::thread::{self};
 use std::time::Duration;
 
 use escapement::task::{self, LocalSet};
 use escapement::time::{sleep, Instant};
 
-use support::{one_worker, paused, running, wait_until, within};
+use support::{one_worker, paused, running, wait_until, within, DropsOn};
 
 /// A bound that only catches a hang (a lost wake-up) in the tests that wait on other threads.
 const HANG: Duration = Duration::from_secs(30);
-
-/// Records the thread it is dropped on.
-struct DropsOn(Arc<Mutex<Option<ThreadId>>>);
-
-impl Drop for DropsOn {
-    fn drop(&mut self) {
-        *self.0.lock().unwrap() = Some(thread::current().id());
-    }
-}
 
 #[test]
 fn tasks_that_are_not_send_run_on_the_sets_thread() {
@@ -372,93 +355,6 @@ fn a_local_tasks_output_need_not_be_send_and_is_dropped_on_the_sets_thread() {
 }
 
 #[test]
-fn a_panic_in_a_local_task_is_a_join_error() {
-    let rt = running(1);
-    let local = LocalSet::new();
-    local.block_on(&rt, async {
-        let boom = task::spawn_local(async { panic!("boom") });
-        assert!(boom.await.unwrap_err().is_panic());
-        // The set runs on.
-        assert_eq!(task::spawn_local(async { 3 }).await.unwrap(), 3);
-    });
-}
-
-#[test]
-fn an_abort_from_another_thread_drops_the_future_on_the_sets_thread() {
-    within(HANG, || {
-        let rt = running(2);
-        let local = LocalSet::new();
-        let dropped_on = Arc::new(Mutex::new(None));
-        let here = thread::current().id();
-        local.block_on(&rt, async {
-            let guard = DropsOn(dropped_on.clone());
-            let task = task::spawn_local(async move {
-                let _guard = guard;
-                pending::<()>().await;
-            });
-            task::yield_now().await;
-            let abort = task.abort_handle();
-            // The abort runs on a worker thread.
-            escapement::spawn(async move { abort.abort() })
-                .await
-                .unwrap();
-            assert!(task.await.unwrap_err().is_cancelled());
-        });
-        assert_eq!(*dropped_on.lock().unwrap(), Some(here));
-    });
-}
-
-#[test]
-fn dropping_the_set_drops_pending_futures_on_its_thread_and_cancels_them() {
-    let rt = running(1);
-    let dropped_on = Arc::new(Mutex::new(None));
-    let here = thread::current().id();
-    let (task, never_polled) = {
-        let local = LocalSet::new();
-        let guard = DropsOn(dropped_on.clone());
-        let task = local.spawn_local(async move {
-            let _guard = guard;
-            pending::<()>().await;
-        });
-        // Polled once, then left waiting.
-        rt.block_on(local.run_until(task::yield_now()));
-        let never_polled = local.spawn_local(async { 1 });
-        (task, never_polled)
-    };
-    assert_eq!(*dropped_on.lock().unwrap(), Some(here));
-    // The handles move to another thread and see the cancellation there.
-    let errors = thread::spawn(move || {
-        let rt = running(1);
-        (
-            rt.block_on(task).unwrap_err(),
-            rt.block_on(never_polled).unwrap_err(),
-        )
-    })
-    .join()
-    .unwrap();
-    assert!(errors.0.is_cancelled() && errors.1.is_cancelled());
-}
-
-#[test]
-fn a_waker_that_outlives_its_set_does_nothing() {
-    let rt = running(1);
-    let (send, recv) = mpsc::channel::<Waker>();
-    {
-        let local = LocalSet::new();
-        drop(local.spawn_local(poll_fn(move |cx| {
-            send.send(cx.waker().clone()).ok();
-            Poll::<()>::Pending
-        })));
-        rt.block_on(local.run_until(task::yield_now()));
-    }
-    let waker = recv.recv().unwrap();
-    // On another thread and on this one: the task is gone, so nothing runs or breaks.
-    let other = waker.clone();
-    thread::spawn(move || other.wake()).join().unwrap();
-    waker.wake();
-}
-
-#[test]
 fn a_set_can_be_driven_from_a_task_of_another_set_and_nested() {
     let rt = paused(1);
     let outer = LocalSet::new();
@@ -518,25 +414,6 @@ fn many_local_tasks_woken_from_the_workers_all_complete() {
 }
 
 #[test]
-fn a_guard_that_outlives_its_set_spawns_cancelled_tasks() {
-    let rt = running(1);
-    let local = LocalSet::new();
-    let guard = local.enter();
-    drop(local);
-    // The set is gone, so the task is cancelled at once and its future dropped here.
-    let dropped_on = Arc::new(Mutex::new(None));
-    let future_guard = DropsOn(dropped_on.clone());
-    let task = task::spawn_local(async move {
-        let _guard = future_guard;
-    });
-    assert_eq!(*dropped_on.lock().unwrap(), Some(thread::current().id()));
-    assert!(rt.block_on(task).unwrap_err().is_cancelled());
-    // Dropping the guard lets go of the set's last reference.
-    drop(guard);
-    assert!(std::panic::catch_unwind(|| task::spawn_local(async {})).is_err());
-}
-
-#[test]
 fn driving_a_set_from_inside_one_of_its_own_tasks_panics_in_that_task() {
     let rt = running(1);
     let local = Rc::new(LocalSet::new());
@@ -590,287 +467,6 @@ fn a_set_driven_from_its_own_task_keeps_its_drivers_waker() {
     }
 }
 
-/// A local task that yields lets the set's caller run before it runs again, as on tokio: a
-/// task spinning on `yield_now` until `run_until`'s future sets a flag spins a few turns,
-/// not a whole batch of the set's tasks per turn.
-#[test]
-fn a_yielding_local_task_lets_the_sets_caller_run() {
-    for current_thread in [true, false] {
-        let rt = one_worker(current_thread);
-        let local = LocalSet::new();
-        let (flag, spins) = (Rc::new(Cell::new(false)), Rc::new(Cell::new(0)));
-        let (seen, counted) = (flag.clone(), spins.clone());
-        local.spawn_local(async move {
-            while !seen.get() {
-                counted.set(counted.get() + 1);
-                task::yield_now().await;
-            }
-        });
-        local.block_on(&rt, async {
-            task::yield_now().await;
-            task::yield_now().await;
-            flag.set(true);
-        });
-        assert!(
-            spins.get() <= 4,
-            "current-thread: {current_thread}, {} spins",
-            spins.get()
-        );
-    }
-}
-
-/// A local task aborted while it is held back after a yield goes before the others held
-/// with it when the set queues them again: a local task that aborts another that yields in
-/// a loop, and then yields, finds it finished, as on tokio, on both flavors.
-#[test]
-fn a_local_task_aborted_while_held_back_after_a_yield_is_cancelled_first() {
-    for current_thread in [true, false] {
-        let rt = one_worker(current_thread);
-        let local = LocalSet::new();
-        let finished = local.block_on(
-            &rt,
-            local.spawn_local(async {
-                let spinners: Vec<_> = (0..3)
-                    .map(|_| {
-                        task::spawn_local(async {
-                            loop {
-                                task::yield_now().await;
-                            }
-                        })
-                    })
-                    .collect();
-                task::yield_now().await;
-                spinners[1].abort();
-                task::yield_now().await;
-                let finished = spinners[1].is_finished();
-                for spinner in &spinners {
-                    spinner.abort();
-                }
-                finished
-            }),
-        );
-        assert!(
-            finished.expect("the aborting task finishes"),
-            "current-thread: {current_thread}"
-        );
-    }
-}
-
-/// On a current-thread runtime, a local task that yielded runs again only at the set's next
-/// turn, behind a local task that a task of the runtime woke meanwhile, as tokio's deferred
-/// wakes come after it: the task of the runtime (S) wakes W between the set's two turns, and
-/// W runs before the yielder's second poll (Y1). M and M2 are polls of `run_until`'s future.
-#[test]
-fn a_local_task_woken_by_a_runtime_task_runs_before_those_that_yielded() {
-    let rt = one_worker(true);
-    let local = LocalSet::new();
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let record = log.clone();
-    local.block_on(&rt, async move {
-        let (tx, rx) = futures::channel::oneshot::channel::<()>();
-        let woken = task::spawn_local({
-            let log = record.clone();
-            async move {
-                rx.await.unwrap();
-                log.lock().unwrap().push("W".to_string());
-            }
-        });
-        let yielder = task::spawn_local({
-            let log = record.clone();
-            async move {
-                for turn in 0..3 {
-                    log.lock().unwrap().push(format!("Y{turn}"));
-                    task::yield_now().await;
-                }
-            }
-        });
-        let waker = escapement::spawn({
-            let log = record.clone();
-            async move {
-                log.lock().unwrap().push("S".to_string());
-                tx.send(()).unwrap();
-            }
-        });
-        record.lock().unwrap().push("M".to_string());
-        waker.await.unwrap();
-        record.lock().unwrap().push("M2".to_string());
-        woken.await.unwrap();
-        yielder.await.unwrap();
-    });
-    assert_eq!(
-        *log.lock().unwrap(),
-        ["M", "Y0", "S", "M2", "W", "Y1", "Y2"],
-        "the order of tokio's current-thread runtime"
-    );
-}
-
-/// After a local task yields, the other tasks still run in that turn, one spawned during it
-/// (D, by B) included, then the set's caller does, then the yielder: the order of tokio's
-/// current-thread runtime, on both flavors (M is a poll of `run_until`'s future).
-#[test]
-fn a_yielding_task_runs_again_after_the_others_and_the_sets_caller() {
-    for current_thread in [true, false] {
-        let rt = one_worker(current_thread);
-        let local = LocalSet::new();
-        let log = Rc::new(RefCell::new(Vec::new()));
-        let yielder = log.clone();
-        local.spawn_local(async move {
-            yielder.borrow_mut().push("A1");
-            task::yield_now().await;
-            yielder.borrow_mut().push("A2");
-        });
-        let spawner = log.clone();
-        local.spawn_local(async move {
-            spawner.borrow_mut().push("B");
-            let log = spawner.clone();
-            task::spawn_local(async move { log.borrow_mut().push("D") });
-        });
-        let last = log.clone();
-        local.spawn_local(async move { last.borrow_mut().push("C") });
-        local.block_on(
-            &rt,
-            poll_fn(|cx| {
-                log.borrow_mut().push("M");
-                if log.borrow().contains(&"A2") {
-                    Poll::Ready(())
-                } else {
-                    cx.waker().wake_by_ref();
-                    Poll::Pending
-                }
-            }),
-        );
-        assert_eq!(
-            *log.borrow(),
-            ["M", "A1", "B", "C", "D", "M", "A2", "M"],
-            "current-thread: {current_thread}"
-        );
-    }
-}
-
-/// Counts the polls of the future it wraps.
-struct Polls<F> {
-    polls: Rc<Cell<usize>>,
-    future: Pin<Box<F>>,
-}
-
-impl<F: Future> Future for Polls<F> {
-    type Output = F::Output;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        self.polls.set(self.polls.get() + 1);
-        self.future.as_mut().poll(cx)
-    }
-}
-
-/// A task spawned on the thread driving the set, in the set's turn, wakes no one: the turn
-/// runs it (or, its share spent, wakes its caller again to). So the future `run_until`
-/// drives is polled only when it is woken (twice: at the start, and when its sleep fires),
-/// and so is the task that awaited the set, as on tokio; a wake of the set's caller there
-/// polled each once more for nothing.
-#[test]
-fn a_spawn_in_the_sets_turn_polls_its_caller_no_more_than_its_wakes() {
-    let rt = escapement::Builder::new_current_thread()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    let local = LocalSet::new();
-    let driven = Rc::new(Cell::new(0));
-    let ran = Rc::new(Cell::new(false));
-    let spawned = ran.clone();
-    rt.block_on(local.run_until(Polls {
-        polls: driven.clone(),
-        future: Box::pin(async move {
-            task::spawn_local(async move { spawned.set(true) });
-            sleep(Duration::from_millis(2)).await;
-        }),
-    }));
-    assert!(ran.get(), "the local task ran");
-    assert_eq!(driven.get(), 2, "polls of the future run_until drives");
-
-    let awaiting = Rc::new(Cell::new(0));
-    rt.block_on(Polls {
-        polls: awaiting.clone(),
-        future: Box::pin(async {
-            let local = LocalSet::new();
-            local.spawn_local(async {
-                task::spawn_local(async {});
-            });
-            local.await;
-            sleep(Duration::from_millis(3)).await;
-        }),
-    });
-    // The first poll runs the set to its end and registers the sleep; its firing, the second.
-    assert_eq!(awaiting.get(), 2, "polls of the task that awaited the set");
-}
-
-/// Two drivers of one set in one `join!`: the second's future spawns a task, which wakes no
-/// one in the set's turn, and completes, so that turn never looks at the queue; it must wake
-/// the set's driver as it ends, or the first, waiting for the task, waits for ever.
-#[test]
-fn a_task_spawned_by_a_run_until_future_that_then_completes_still_runs() {
-    within(HANG, || {
-        let rt = escapement::Builder::new_current_thread().build().unwrap();
-        let local = LocalSet::new();
-        let (sent, received) = futures::channel::oneshot::channel();
-        let waiter = local.run_until(async { received.await.unwrap() });
-        let spawner = local.run_until(async move {
-            task::spawn_local(async move { sent.send(7).unwrap() });
-        });
-        let (seven, ()) = rt.block_on(async { escapement::join!(waiter, spawner) });
-        assert_eq!(seven, 7);
-    });
-}
-
-/// Tasks that yield in the same turn run again last one first, as tokio wakes the tasks it
-/// deferred.
-#[test]
-fn tasks_that_yield_in_one_turn_run_again_last_first() {
-    let rt = escapement::Builder::new_current_thread()
-        .build()
-        .expect("a runtime");
-    let local = LocalSet::new();
-    let log = Rc::new(RefCell::new(Vec::new()));
-    for name in ["A", "B"] {
-        let log = log.clone();
-        local.spawn_local(async move {
-            log.borrow_mut().push(format!("{name}1"));
-            task::yield_now().await;
-            log.borrow_mut().push(format!("{name}2"));
-        });
-    }
-    let last = log.clone();
-    local.spawn_local(async move { last.borrow_mut().push("C".to_string()) });
-    local.block_on(&rt, async {
-        while log.borrow().len() < 5 {
-            task::yield_now().await;
-        }
-    });
-    assert_eq!(*log.borrow(), ["A1", "B1", "C", "B2", "A2"]);
-}
-
-/// A set runs at most 61 of its tasks before its caller's next turn, as tokio's does.
-#[test]
-fn a_set_runs_61_tasks_between_two_turns_of_its_caller() {
-    let rt = escapement::Builder::new_current_thread()
-        .build()
-        .expect("a runtime");
-    let local = LocalSet::new();
-    let ran = Rc::new(Cell::new(0));
-    let seen = local.block_on(&rt, async {
-        for _ in 0..100 {
-            let ran = ran.clone();
-            task::spawn_local(async move { ran.set(ran.get() + 1) });
-        }
-        let mut seen = Vec::new();
-        for _ in 0..2 {
-            task::yield_now().await;
-            seen.push(ran.get());
-        }
-        seen
-    });
-    assert_eq!(seen, [61, 100]);
-}
-
 /// As tokio's, `LocalSet::id` is a `runtime::Id`, from the sequence that numbers runtimes:
 /// no two sets, and no set and runtime, share one.
 #[test]
@@ -882,93 +478,4 @@ fn a_set_has_an_id_no_runtime_or_other_set_shares() {
     let distinct: std::collections::HashSet<_> = ids.iter().copied().collect();
     assert_eq!(distinct.len(), 4, "{ids:?}");
     assert_eq!(sets[0].id(), sets[0].id(), "the same each time");
-}
-
-#[test]
-fn a_local_task_that_aborts_itself_while_running_is_cancelled() {
-    let rt = running(1);
-    let local = LocalSet::new();
-    local.block_on(&rt, async {
-        let handle: Rc<RefCell<Option<task::AbortHandle>>> = Rc::default();
-        let own = handle.clone();
-        let task = task::spawn_local(async move {
-            task::yield_now().await;
-            own.borrow()
-                .as_ref()
-                .expect("set before the first yield")
-                .abort();
-            task::yield_now().await;
-            unreachable!("aborted at the yield before");
-        });
-        *handle.borrow_mut() = Some(task.abort_handle());
-        assert!(task.await.unwrap_err().is_cancelled());
-    });
-}
-
-/// Records the thread it is dropped on in a shared list; the one made with `panics` panics
-/// there, after spawning onto the set being dropped.
-struct DropsInto(Arc<Mutex<Vec<ThreadId>>>, bool);
-
-impl Drop for DropsInto {
-    fn drop(&mut self) {
-        self.0.lock().unwrap().push(thread::current().id());
-        if self.1 {
-            // The set is closed by now: the task is cancelled at once.
-            let late = task::spawn_local(async {});
-            assert!(late.is_finished());
-            panic!("a destructor that panics");
-        }
-    }
-}
-
-#[test]
-fn a_destructor_that_panics_while_the_set_drops_leaves_the_others_dropped_there() {
-    let rt = running(1);
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let here = thread::current().id();
-    let handles: Vec<_> = {
-        let local = LocalSet::new();
-        let handles = (0..3)
-            .map(|i| {
-                let guard = DropsInto(seen.clone(), i == 1);
-                local.spawn_local(async move {
-                    let _guard = guard;
-                    pending::<()>().await;
-                })
-            })
-            .collect();
-        rt.block_on(local.run_until(task::yield_now()));
-        handles
-    };
-    assert_eq!(*seen.lock().unwrap(), vec![here; 3]);
-    let errors: Vec<_> = handles
-        .into_iter()
-        .map(|handle| rt.block_on(handle).unwrap_err())
-        .collect();
-    assert!(errors[0].is_cancelled() && errors[1].is_panic() && errors[2].is_cancelled());
-}
-
-std::thread_local! {
-    static KEPT: RefCell<Option<LocalSet>> = const { RefCell::new(None) };
-}
-
-#[test]
-fn a_set_kept_in_a_thread_local_drops_its_tasks_when_the_thread_exits() {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let thread_seen = seen.clone();
-    let exited = thread::spawn(move || {
-        let local = LocalSet::new();
-        let guard = DropsInto(thread_seen, false);
-        drop(local.spawn_local(async move {
-            let _guard = guard;
-            pending::<()>().await;
-        }));
-        // A guard that is never dropped, so the set is current as the thread's locals go.
-        std::mem::forget(local.enter());
-        KEPT.with(|kept| *kept.borrow_mut() = Some(local));
-        thread::current().id()
-    })
-    .join()
-    .unwrap();
-    assert_eq!(*seen.lock().unwrap(), vec![exited]);
 }

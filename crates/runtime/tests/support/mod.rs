@@ -1,7 +1,8 @@
 //! Helpers shared by the runtime's integration tests: runtimes on the paused and the real
 //! clock, a waker that counts its wakes, polling a future once by hand, values that count
-//! their drops or log them by name, a panic payload whose drop panics too, real-time waits
-//! and watchdogs whose bounds only catch hangs, and the latest representable `Instant`.
+//! their drops or log them by name or by thread, a panic payload whose drop panics too,
+//! real-time waits and watchdogs whose bounds only catch hangs, a `block_in_place` that waits
+//! for its worker to move, and the latest representable `Instant`.
 //!
 //! Each test file includes it with `mod support;` and imports what it needs.
 
@@ -15,8 +16,9 @@ use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
+use std::thread::ThreadId;
 use std::time::Duration;
 
 use escapement::time::Instant;
@@ -188,6 +190,34 @@ pub(crate) fn within<T: Send + 'static>(
         Ok(Err(payload)) => panic::resume_unwind(payload),
         Err(_) => panic!("hung for more than {limit:?}"),
     }
+}
+
+/// Records the thread it is dropped on.
+pub(crate) struct DropsOn(pub(crate) Arc<Mutex<Option<ThreadId>>>);
+
+impl Drop for DropsOn {
+    fn drop(&mut self) {
+        *self.0.lock().unwrap() = Some(std::thread::current().id());
+    }
+}
+
+/// Long enough to mean "never" for a `block_in_place` closure waiting on the rest of the
+/// runtime.
+pub(crate) const PATIENCE: Duration = Duration::from_secs(20);
+
+/// Called from a task on a runtime of one worker: `block_in_place` around `f`, which starts
+/// only once the worker runs on another thread (a task queued on it has run), so that it is
+/// never taken back.
+pub(crate) fn block_once_the_worker_moved<R>(f: impl FnOnce() -> R) -> R {
+    let (tx, rx) = mpsc::channel();
+    drop(escapement::spawn(async move {
+        let _ = tx.send(());
+    }));
+    escapement::task::block_in_place(|| {
+        rx.recv_timeout(PATIENCE)
+            .expect("the worker moved to another thread");
+        f()
+    })
 }
 
 /// The latest representable instant at or after `from` (halving the step each time).
